@@ -1,0 +1,47 @@
+"""The one exception tree of garmexport.
+
+::
+
+    GarmexportError(Exception)
+     +-- ConfigError(GarmexportError, ValueError)      bad configuration: names key and file
+     +-- StorageError(GarmexportError, OSError)        a store operation failed (retryable)
+     |    +-- PublishConflict(StorageError, FileExistsError)
+     |                                                 exclusive publish lost: the fence
+     +-- BrokerError(GarmexportError, ConnectionError) Kafka could not be reached or answered wrong
+     +-- ProtocolViolation(GarmexportError, RuntimeError)
+                                                       an invariant of the commit protocol broke:
+                                                       never caught, the process exits non-zero
+
+Records that cannot be decoded are not exceptions: they are values
+(:class:`garmexport.frames.DecodeFailure`) that go to quarantine.
+"""
+
+from __future__ import annotations
+
+
+class GarmexportError(Exception):
+    """Base of every error garmexport raises on purpose."""
+
+
+class ConfigError(GarmexportError, ValueError):
+    """A configuration value is missing or wrong; the message names the key and the file."""
+
+
+class StorageError(GarmexportError, OSError):
+    """A storage operation failed; callers retry with back-off, then give up."""
+
+
+class PublishConflict(StorageError, FileExistsError):
+    """The final name of a publish already exists: another owner committed it first."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"publish conflict: {path} already exists")
+        self.path = path
+
+
+class BrokerError(GarmexportError, ConnectionError):
+    """The Kafka cluster could not be reached or gave an unusable answer."""
+
+
+class ProtocolViolation(GarmexportError, RuntimeError):
+    """An invariant of the commit protocol does not hold; never retried."""
