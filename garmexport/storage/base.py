@@ -1,0 +1,103 @@
+"""The storage interface: the few operations the commit protocol needs.
+
+Paths are ``/``-separated and relative to the output root the backend was opened on.
+Every backend gives these guarantees (each backend module restates how it keeps them):
+
+- ``publish(staged, path)`` is exclusive: it makes ``path`` visible with the staged bytes,
+  whole, or raises. If ``path`` exists it raises :class:`PublishConflict` and changes
+  nothing: that is the fence between two owners of one partition. When it returns, the
+  file is durable (fsynced, or acknowledged by the remote store).
+- A staged file is invisible to readers of the output (it lives under ``_tmp/`` or outside
+  the root) and is removed by ``discard`` or, after a crash, by ``gc_temp``.
+- ``list`` is consistent with every publish that returned before it was called.
+- Transient failures raise :class:`StorageError`; callers retry with back-off. An
+  ambiguous publish (the store may or may not have done it) is resolved by the backend
+  before it returns: it checks whether the path now holds exactly the staged bytes.
+
+Only :mod:`garmexport.publisher` calls ``publish``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name in a directory listing."""
+
+    name: str
+    is_dir: bool
+    size: int = 0
+    mtime_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A durable temp file waiting to be published; ``handle`` is backend-specific."""
+
+    handle: str
+    size: int
+
+
+class Storage(abc.ABC):
+    """An output root on some file system or object store."""
+
+    #: URI of the root, for messages and for Spark (``file:///...``, ``hdfs://...``).
+    uri: str
+
+    @abc.abstractmethod
+    def list(self, path: str) -> list[Entry]:
+        """Names directly under directory ``path``; ``[]`` when it does not exist."""
+
+    @abc.abstractmethod
+    def read(self, path: str) -> bytes:
+        """The whole content of file ``path``; FileNotFoundError when missing."""
+
+    @abc.abstractmethod
+    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+        """The last ``nbytes`` (or fewer) of file ``path`` and the file's size.
+
+        Enough to read a Parquet footer without reading the data.
+        """
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether file ``path`` exists."""
+
+    @abc.abstractmethod
+    def stage(self, data: bytes) -> Staged:
+        """Write ``data`` to a durable temp file of this instance and return it."""
+
+    @abc.abstractmethod
+    def publish(self, staged: Staged, path: str) -> None:
+        """Make the staged file visible as ``path``, exclusively (see module docstring).
+
+        Raises PublishConflict if ``path`` exists (the staged file is kept: call
+        ``discard``), StorageError on other failures. Creates parent directories.
+        """
+
+    @abc.abstractmethod
+    def discard(self, staged: Staged) -> None:
+        """Remove a staged file that will not be published (missing is fine)."""
+
+    @abc.abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove file ``path``; missing is fine."""
+
+    @abc.abstractmethod
+    def gc_temp(self, older_than_s: float, now_s: float) -> int:
+        """Remove temp files of any instance older than ``older_than_s``; return the count."""
+
+    def put_exclusive(self, path: str, data: bytes) -> None:
+        """Stage and publish a small file (markers, intents); PublishConflict if it exists."""
+        staged = self.stage(data)
+        try:
+            self.publish(staged, path)
+        except BaseException:
+            self.discard(staged)
+            raise
+
+    def close(self) -> None:
+        """Release connections; the default has none."""
