@@ -1,0 +1,250 @@
+"""The one configuration object of garmexport: frozen, typed, built once at start.
+
+Layers, later wins: the defaults embedded here (the shipped ``config/garmexport.toml``
+repeats them with comments; a test keeps both equal), then one TOML file, then environment
+variables ``GARMEXPORT_<SECTION>_<KEY>`` (for Marathon). Parsing and checking live in
+:mod:`garmexport.config_load`; this module only declares what exists.
+
+Invariants:
+
+- Units are in field names (``_s`` seconds, ``_bytes``, ``_days``); no field is read in
+  one unit here and another elsewhere.
+- ``[kafka]`` is passed to librdkafka untouched (a string-keyed dict of scalars); garmexport
+  only sets ``group.id`` from ``source.group_id``.
+- Secrets (any key naming a password, secret, token or credential, private keys, the OAuth
+  config) never appear in ``repr``, ``describe()`` or error messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+MiB = 1024 * 1024
+DAY_S = 24 * 3600
+
+_SECRET_WORDS = ("password", "secret", "token", "credential", "access_key")
+_SECRET_KEYS = frozenset({"ssl.key.pem", "sasl.oauthbearer.config"})
+MASK = "***"
+
+
+def is_secret(key: str) -> bool:
+    """True if the value under ``key`` (any section, any spelling) must never be shown."""
+    k = key.lower().replace("_", ".")
+    return k in _SECRET_KEYS or any(w.replace("_", ".") in k for w in _SECRET_WORDS)
+
+
+def shown(key: str, value: object) -> object:
+    """``value`` as it may appear in logs: masked if ``key`` is a secret and it is set."""
+    return MASK if is_secret(key) and value not in ("", None) else value
+
+
+def _f(default: Any, doc: str, *, min: float | None = None, max: float | None = None,
+       choices: tuple[str, ...] = (), pattern: str | None = None) -> Any:
+    """A config field: its default, a one-line doc (README), and the checks on its value."""
+    return dataclasses.field(default=default, metadata={
+        "doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern})
+
+
+_NAME = r"[A-Za-z0-9._-]+"  # Kafka's topic alphabet: safe inside file names joined by '+'
+
+
+class _Section:
+    """Shared ``repr`` with secrets masked, for the frozen section dataclasses."""
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{f.name}={shown(f.name, getattr(self, f.name))!r}"
+                         for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        return f"{type(self).__name__}({body})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class SourceConfig(_Section):
+    topic: str = _f("garmadon", "Kafka topic to export", pattern=_NAME)
+    cluster: str = _f("local", "label of the Kafka cluster, part of every output file name",
+                      pattern=_NAME)
+    group_id: str = _f("garmexport", "Kafka consumer group (becomes librdkafka group.id)",
+                       pattern=r".+")
+    start: str = _f("earliest", "where a partition with no marker yet starts on the first run",
+                    choices=("earliest", "latest"))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class OutputConfig(_Section):
+    root: str = _f("./garmexport-output",
+                   "output root: a local path, or an hdfs://, webhdfs:// or s3:// URI",
+                   pattern=r".+")
+    compression: str = _f("zstd", "Parquet codec of exported files",
+                          choices=("zstd", "snappy", "gzip", "lz4", "brotli", "none"))
+    s3_endpoint_url: str = _f("", "S3 endpoint (empty: the AWS default)")
+    s3_region: str = _f("us-east-1", "S3 region")
+    s3_access_key_id: str = _f("", "S3 access key id (masked in logs)")
+    s3_secret_access_key: str = _f("", "S3 secret access key (masked in logs)")
+    hdfs_user: str = _f("", "user for WebHDFS requests (empty: the process user)")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class WriterConfig(_Section):
+    max_file_rows: int = _f(1_000_000, "rows after which an open file is committed", min=1)
+    max_file_bytes: int = _f(128 * MiB, "bytes after which an open file is committed", min=1)
+    max_file_age_s: float = _f(60.0, "seconds after which an open file is committed", min=0)
+    max_open_files: int = _f(2000, "open files per process; the oldest is committed beyond",
+                             min=1)
+    max_buffered_bytes: int = _f(256 * MiB, "bytes buffered in open writers before the "
+                                 "largest is committed", min=1)
+    batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
+    poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ProtocolConfig(_Section):
+    heartbeat_interval_s: float = _f(10.0, "seconds between heartbeat markers of idle "
+                                     "(type, partition) pairs", min=0)
+    marker_keep: int = _f(2, "newest markers kept per (type, partition); older ones are "
+                          "deleted", min=1)
+    event_time_past_days: float = _f(30.0, "events older than now minus this many days are "
+                                     "out of window", min=0)
+    event_time_future_s: float = _f(3600.0, "events newer than now plus this many seconds "
+                                    "are out of window", min=0)
+    out_of_window: str = _f("quarantine", "what happens to an out-of-window event",
+                            choices=("quarantine", "clamp"))
+    revoke_timeout_s: float = _f(20.0, "seconds a revoke may take to commit open files", min=0)
+    shutdown_timeout_s: float = _f(30.0, "seconds a clean shutdown may take", min=0)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class StorageConfig(_Section):
+    retry_initial_s: float = _f(0.5, "first back-off after a failed store operation", min=0)
+    retry_max_s: float = _f(30.0, "longest back-off between retries", min=0)
+    retry_attempts: int = _f(20, "attempts before the process gives up and exits", min=1)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ActorsConfig(_Section):
+    system_base: str = _f("simpleSystemBase", "thespian system base",
+                          choices=("simpleSystemBase", "multiprocQueueBase",
+                                   "multiprocTCPBase", "multiprocUDPBase"))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MetricsConfig(_Section):
+    port: int = _f(9108, "HTTP port of /metrics and the health endpoints (0: any free port)",
+                   min=0, max=65535)
+    host: str = _f("0.0.0.0", "address the metrics server binds", pattern=r".+")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class CompactionConfig(_Section):
+    lateness_s: float = _f(2.0 * DAY_S, "a UTC day is compacted once it ended this many "
+                           "seconds ago", min=0)
+    target_file_bytes: int = _f(256 * MiB, "size compacted files aim at", min=1)
+    sort_columns: tuple[str, ...] = _f(("application_id", "container_id", "timestamp"),
+                                       "columns compacted files are sorted by")
+    codec: str = _f("zstd", "Parquet codec of compacted files",
+                    choices=("zstd", "snappy", "gzip", "lz4", "none"))
+    hive_database: str = _f("garmadon", "Hive database of the external tables", pattern=_NAME)
+    metastore_uri: str = _f("", "thrift:// URI of a Hive metastore (empty: embedded Derby)")
+    spark_master: str = _f("local[2]", "Spark master URL", pattern=r".+")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class LogConfig(_Section):
+    format: str = _f("text", "log line format", choices=("text", "json"))
+    level: str = _f("INFO", "log level",
+                    choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+
+
+DEFAULT_KAFKA: Mapping[str, object] = {
+    "bootstrap.servers": "127.0.0.1:9092",
+    # librdkafka's 1000 ms default makes a consumer that falls behind wait a second per
+    # fetch queue refill: it halved the throughput of the export pipeline here.
+    "fetch.queue.backoff.ms": 10,
+    # Progress lives in the output directory (markers), never in Kafka's group offsets.
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    # Only used when a seek lands outside retention: restart from what is still there.
+    "auto.offset.reset": "earliest",
+    "session.timeout.ms": 10_000,
+    "heartbeat.interval.ms": 1_000,
+    # Eager: a revoke hands back every partition at once, so the exporter commits or drops
+    # all its writers in one step and re-derives every assignment from the output; one
+    # rebalance round instead of cooperative-sticky's two.
+    "partition.assignment.strategy": "range",
+    "queued.max.messages.kbytes": 65_536,
+    "fetch.max.bytes": 52_428_800,
+    "max.partition.fetch.bytes": 4_194_304,
+}
+
+
+class KafkaSettings(Mapping[str, object]):
+    """librdkafka settings, read-only, with secrets masked in ``repr``."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, object]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> object:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, str(v)) for k, v in self._items.items())))
+
+    def __repr__(self) -> str:
+        return f"KafkaSettings({ {k: shown(k, v) for k, v in self._items.items()} !r})"
+
+
+SECTIONS: Mapping[str, type] = {
+    "source": SourceConfig, "output": OutputConfig, "writer": WriterConfig,
+    "protocol": ProtocolConfig, "storage": StorageConfig, "actors": ActorsConfig,
+    "metrics": MetricsConfig, "compaction": CompactionConfig, "log": LogConfig,
+}
+KAFKA = "kafka"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Everything a garmexport process is told, checked. Build it with :func:`load_config`."""
+
+    source: SourceConfig = dataclasses.field(default_factory=SourceConfig)
+    kafka: KafkaSettings = dataclasses.field(default_factory=lambda: KafkaSettings(DEFAULT_KAFKA))
+    output: OutputConfig = dataclasses.field(default_factory=OutputConfig)
+    writer: WriterConfig = dataclasses.field(default_factory=WriterConfig)
+    protocol: ProtocolConfig = dataclasses.field(default_factory=ProtocolConfig)
+    storage: StorageConfig = dataclasses.field(default_factory=StorageConfig)
+    actors: ActorsConfig = dataclasses.field(default_factory=ActorsConfig)
+    metrics: MetricsConfig = dataclasses.field(default_factory=MetricsConfig)
+    compaction: CompactionConfig = dataclasses.field(default_factory=CompactionConfig)
+    log: LogConfig = dataclasses.field(default_factory=LogConfig)
+    #: where the values came from, for humans: "defaults", a file, "environment"
+    origin: tuple[str, ...] = dataclasses.field(default=("defaults",), compare=False)
+
+    def consumer_settings(self) -> dict[str, object]:
+        """A fresh librdkafka consumer dict: ``[kafka]`` plus ``group.id``. Contains secrets."""
+        return {**self.kafka, "group.id": self.source.group_id}
+
+    def describe(self) -> str:
+        """The effective configuration as TOML, secrets masked: safe to log or print."""
+        from garmexport.config_load import describe
+
+        return describe(self)
+
+
+def load_config(path: str | None, env: Mapping[str, str]) -> Config:
+    """Build the config from embedded defaults, then ``path`` (TOML), then ``env``.
+
+    ``env`` is passed in (usually ``os.environ``) so that tests never depend on the process
+    environment. Raises :class:`garmexport.errors.ConfigError` naming the key, the bad value
+    (masked if secret) and the file or environment variable, for any unreadable file, unknown
+    section or key (with a did-you-mean), wrong type, value out of range or not allowed.
+    """
+    from garmexport.config_load import load
+
+    return load(path, env)

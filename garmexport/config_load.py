@@ -1,0 +1,246 @@
+"""Reading and checking configuration: a TOML file and the environment become a Config.
+
+Every rejected value raises :class:`~garmexport.errors.ConfigError` whose message names the
+key (``section.key``), the value (masked if it is a secret) and where it came from (the file
+path, or the environment variable). Unknown sections and keys are errors with a
+did-you-mean, so a typo in a Marathon variable cannot be silently ignored.
+
+Environment mapping: ``GARMEXPORT_<SECTION>_<KEY>`` (upper case) sets ``<section>.<key>``;
+``GARMEXPORT_KAFKA_<KEY>`` sets the librdkafka key ``<key>`` lower-cased with ``_`` -> ``.``
+(``GARMEXPORT_KAFKA_SASL_PASSWORD`` -> ``sasl.password``). ``GARMEXPORT_CONFIG`` (the file
+path, read by the CLI) is the only other variable with the prefix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import json
+import math
+import re
+import tomllib
+import typing
+from collections.abc import Iterator, Mapping
+
+from garmexport.config import DEFAULT_KAFKA, KAFKA, SECTIONS, Config, KafkaSettings, shown
+from garmexport.errors import ConfigError
+
+ENV_PREFIX = "GARMEXPORT_"
+CONFIG_PATH_ENV = "GARMEXPORT_CONFIG"
+_BOOLS = {"true": True, "1": True, "yes": True, "on": True,
+          "false": False, "0": False, "no": False, "off": False}
+# librdkafka keys garmexport derives from its own keys: setting them twice would be ambiguous.
+_KAFKA_DERIVED = {"group.id": "source.group_id"}
+
+
+def env_name(section: str, key: str) -> str:
+    """The environment variable that overrides ``section.key``."""
+    return f"{ENV_PREFIX}{section}_{key}".upper().replace(".", "_")
+
+
+@functools.cache
+def _fields(section: str) -> dict[str, tuple[dataclasses.Field, type]]:
+    cls = SECTIONS[section]
+    hints = typing.get_type_hints(cls)
+    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)}
+
+
+def _error(key: str, value: object, where: str, problem: str) -> ConfigError:
+    return ConfigError(f"{key} = {shown(key, value)!r} in {where}: {problem}")
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    by_lower = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+
+
+def _from_toml(kind: type, value: object) -> object:
+    """``value`` as ``kind``, or raise TypeError; ints widen to float, nothing else converts."""
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind is str and isinstance(value, str):
+        return value
+    if kind == tuple[str, ...] and isinstance(value, list) and all(
+            isinstance(v, str) for v in value):
+        return tuple(value)
+    raise TypeError(f"expected {_kind_name(kind)}, got {type(value).__name__}")
+
+
+def _from_env(kind: type, text: str) -> object:
+    """``text`` parsed as ``kind``, or raise ValueError; lists are comma-separated."""
+    if kind is bool:
+        try:
+            return _BOOLS[text.strip().lower()]
+        except KeyError:
+            raise ValueError(f"expected {_kind_name(kind)}") from None
+    if kind is int or kind is float:
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"expected {_kind_name(kind)}") from None
+    if kind == tuple[str, ...]:
+        return tuple(part.strip() for part in text.split(",") if part.strip())
+    return text
+
+
+def _kind_name(kind: type) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(
+        kind, "a list of strings")
+
+
+def _check(field: dataclasses.Field, key: str, value: object, where: str,
+           raw: object = None) -> object:
+    """``value`` if it satisfies the field's range, choices and pattern; else ConfigError.
+
+    ``raw`` is what the user wrote, shown in the message if given (an environment string).
+    """
+    meta = field.metadata
+    if raw is None:
+        raw = value
+    checked = _check_value(meta, value)
+    if checked:
+        raise _error(key, raw, where, checked)
+    return value
+
+
+def _check_value(meta: Mapping[str, typing.Any], value: typing.Any) -> str | None:
+    """The problem with ``value`` under the field's rules, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    if meta["min"] is not None and value < meta["min"]:
+        return "must not be negative" if meta["min"] == 0 else f"must be >= {meta['min']}"
+    if meta["max"] is not None and value > meta["max"]:
+        return f"must be <= {meta['max']}"
+    if meta["choices"] and value not in meta["choices"]:
+        return ("must be one of " + ", ".join(meta["choices"])
+                + _did_you_mean(str(value), list(meta["choices"])))
+    if meta["pattern"] and not re.fullmatch(meta["pattern"], str(value)):
+        return f"must match {meta['pattern']}"
+    return None
+
+
+def _kafka_value(key: str, value: object, where: str) -> object:
+    if key in _KAFKA_DERIVED:
+        raise _error(f"kafka.{key}", value, where, f"set {_KAFKA_DERIVED[key]} instead")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ",".join(value)  # librdkafka lists are comma-separated strings
+    if not isinstance(value, str | int | float | bool):
+        raise _error(f"kafka.{key}", value, where, "must be a string, number or boolean")
+    return value
+
+
+def _flatten(table: Mapping[str, object], prefix: str = "") -> Iterator[tuple[str, object]]:
+    """Dotted librdkafka keys written unquoted in TOML are nested tables: undo that."""
+    for key, value in table.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _read_toml(path: str) -> dict[str, object]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"config file {path}: cannot be read: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {path}: not valid TOML: {e}") from e
+
+
+def _apply_file(path: str, values: dict[str, dict[str, object]],
+                kafka: dict[str, object]) -> None:
+    for section, body in _read_toml(path).items():
+        if section != KAFKA and section not in SECTIONS:
+            raise ConfigError(f"unknown section [{section}] in {path}"
+                              + _did_you_mean(section, [*SECTIONS, KAFKA]))
+        if not isinstance(body, dict):
+            raise _error(section, body, path, "must be a table ([section] header)")
+        if section == KAFKA:
+            kafka.update((k, _kafka_value(k, v, path)) for k, v in _flatten(body))
+            continue
+        fields = _fields(section)
+        for key, value in body.items():
+            name = f"{section}.{key}"
+            if key not in fields:
+                raise _error(name, value, path, "unknown key" + _did_you_mean(key, [*fields]))
+            field, kind = fields[key]
+            try:
+                typed = _from_toml(kind, value)
+            except TypeError as e:
+                raise _error(name, value, path, str(e)) from None
+            values[section][key] = _check(field, name, typed, path, raw=value)
+
+
+def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
+               kafka: dict[str, object]) -> bool:
+    """Apply every ``GARMEXPORT_*`` variable; True if any was a config key."""
+    known = {env_name(s, k): (s, k) for s in SECTIONS for k in _fields(s)}
+    used = False
+    for var in sorted(env):
+        if not var.startswith(ENV_PREFIX) or var == CONFIG_PATH_ENV:
+            continue
+        text, where = env[var], f"environment variable {var}"
+        rest = var[len(ENV_PREFIX):]
+        if rest.startswith("KAFKA_") and len(rest) > len("KAFKA_"):
+            key = rest[len("KAFKA_"):].lower().replace("_", ".")
+            kafka[key] = _kafka_value(key, text, where)
+        elif var in known:
+            section, key = known[var]
+            field, kind = _fields(section)[key]
+            try:
+                typed = _from_env(kind, text)
+            except ValueError as e:
+                raise _error(f"{section}.{key}", text, where, str(e)) from None
+            values[section][key] = _check(field, f"{section}.{key}", typed, where, raw=text)
+        else:
+            raise ConfigError(f"unknown configuration variable {var}"
+                              + _did_you_mean(var, [*known, CONFIG_PATH_ENV]))
+        used = True
+    return used
+
+
+def load(path: str | None, env: Mapping[str, str]) -> Config:
+    """See :func:`garmexport.config.load_config`."""
+    values: dict[str, dict[str, object]] = {section: {} for section in SECTIONS}
+    kafka = dict(DEFAULT_KAFKA)
+    origin = ["defaults"]
+    if path is not None:
+        _apply_file(path, values, kafka)
+        origin.append(path)
+    if _apply_env(env, values, kafka):
+        origin.append("environment")
+    sections = {name: SECTIONS[name](**given) for name, given in values.items()}
+    return Config(kafka=KafkaSettings(kafka), origin=tuple(origin), **sections)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)  # a TOML basic string is a JSON string for these values
+
+
+def describe(config: Config) -> str:
+    """The effective configuration as TOML with secrets masked (see Config.describe)."""
+    lines = ["# effective garmexport configuration, from " + " < ".join(config.origin)]
+    for f in dataclasses.fields(config):
+        if f.name == "origin":
+            continue
+        lines.append(f"\n[{f.name}]")
+        if f.name == KAFKA:
+            lines += [f"{json.dumps(k)} = {_toml(shown(k, v))}" for k, v in config.kafka.items()]
+            continue
+        section = getattr(config, f.name)
+        lines += [f"{key} = {_toml(shown(key, getattr(section, key)))}"
+                  for key in _fields(f.name)]
+    return "\n".join(lines) + "\n"
