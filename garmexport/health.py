@@ -1,0 +1,165 @@
+"""The exporter's HTTP face: liveness and readiness state, and the server for them.
+
+Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the same one):
+
+- ``/metrics``: the injected registry in the Prometheus text format.
+- ``/health/live``: 200 while the main loop ticked within ``live_timeout_s``, else 503.
+  A failed liveness check makes Marathon kill and restart the task: it means stuck.
+- ``/health/ready``: 200 when the consumer has joined the group and got its assignment
+  (possibly empty: see ``mesos/README.md``), the writers are healthy and the store is
+  reachable, else 503. Readiness gates rolling upgrades; it never kills.
+
+Both health answers carry a small JSON body ``{"ok": bool, "reasons": [..]}`` naming what
+is wrong. Invariants: :class:`Health` reads no clock (callers pass ``now`` in monotonic
+seconds; only the server reads ``clock`` when a request arrives), and its flags are
+written by the exporter thread and read by server threads under one lock.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from garmexport.metrics import Metrics
+
+LIVE_PATH = "/health/live"
+READY_PATH = "/health/ready"
+METRICS_PATH = "/metrics"
+
+
+@dataclass(frozen=True)
+class Status:
+    """One health answer: ``ok`` and, when not ok, why."""
+
+    ok: bool
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def http_status(self) -> int:
+        return 200 if self.ok else 503
+
+    def body(self) -> bytes:
+        return json.dumps({"ok": self.ok, "reasons": list(self.reasons)}).encode()
+
+
+class Health:
+    """Liveness and readiness of one exporter process, fed by the exporter's main loop."""
+
+    def __init__(self, live_timeout_s: float, metrics: Metrics | None = None) -> None:
+        """``live_timeout_s``: longest time without :meth:`tick` that still counts as alive.
+        ``metrics``: if given, its ``ready`` gauge follows :meth:`readiness`."""
+        if live_timeout_s <= 0:
+            raise ValueError(f"live_timeout_s must be positive, not {live_timeout_s}")
+        self._timeout_s = live_timeout_s
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        self._last_tick: float | None = None
+        self._assigned: int | None = None
+        self._problems: dict[str, str] = {"writers": "", "store": ""}
+
+    def tick(self, now: float) -> None:
+        """The main loop made progress at ``now`` (monotonic seconds)."""
+        with self._lock:
+            self._last_tick = now
+
+    def set_assignment(self, partitions: int | None) -> None:
+        """Partitions assigned by the group; None until the first assignment and after a
+        revoke or loss, until the next one. Zero partitions is an assignment."""
+        with self._lock:
+            self._assigned = partitions
+        self._mirror()
+
+    def set_writers_healthy(self, healthy: bool, why: str = "writers unhealthy") -> None:
+        """Writers can take events (False e.g. while an actor restarts); ``why`` if not."""
+        with self._lock:
+            self._problems["writers"] = "" if healthy else why
+        self._mirror()
+
+    def set_store_reachable(self, reachable: bool, why: str = "store unreachable") -> None:
+        """The last storage call succeeded (False while retrying); ``why`` if not."""
+        with self._lock:
+            self._problems["store"] = "" if reachable else why
+        self._mirror()
+
+    def liveness(self, now: float) -> Status:
+        """Alive iff a tick came at most ``live_timeout_s`` before ``now``."""
+        with self._lock:
+            last = self._last_tick
+        if last is None:
+            return Status(False, ("main loop has not ticked yet",))
+        silent_s = now - last
+        if silent_s > self._timeout_s:
+            return Status(False, (f"main loop silent for {silent_s:.1f}s > {self._timeout_s:g}s",))
+        return Status(True)
+
+    def readiness(self) -> Status:
+        """Ready iff assigned, writers healthy and store reachable; reasons list each miss."""
+        with self._lock:
+            reasons = [] if self._assigned is not None else ["no partition assignment yet"]
+            reasons += [why for why in self._problems.values() if why]
+        return Status(not reasons, tuple(reasons))
+
+    def _mirror(self) -> None:
+        # Flags are only written by the exporter thread, so this cannot interleave with
+        # another setter and the gauge follows the last change.
+        if self._metrics is not None:
+            self._metrics.set_ready(self.readiness().ok)
+
+
+class HealthServer:
+    """A running HTTP server; :attr:`port` is the bound port (useful when asked for 0)."""
+
+    def __init__(self, httpd: ThreadingHTTPServer, thread: threading.Thread) -> None:
+        self._httpd = httpd
+        self._thread = thread
+        self.host, self.port = httpd.server_address[:2]
+
+    def close(self) -> None:
+        """Stop serving, close the socket and wait for the serving thread."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+
+def serve(host: str, port: int, registry: CollectorRegistry, health: Health,
+          clock: Callable[[], float] = time.monotonic) -> HealthServer:
+    """Start serving ``/metrics`` and the health endpoints on (host, port) in a daemon
+    thread and return at once. ``port`` 0 binds a free port. ``clock`` gives ``now`` for
+    liveness (same clock as the callers of :meth:`Health.tick`). Raises OSError if the
+    address cannot be bound."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (name fixed by http.server)
+            path = self.path.split("?", 1)[0]
+            if path == METRICS_PATH:
+                self._answer(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+            elif path in (LIVE_PATH, READY_PATH):
+                status = health.liveness(clock()) if path == LIVE_PATH else health.readiness()
+                self._answer(status.http_status, "application/json", status.body())
+            else:
+                self._answer(404, "text/plain; charset=utf-8", b"not found\n")
+
+        def _answer(self, code: int, content_type: str, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            # One access line per scrape and health probe would drown the event log.
+            pass
+
+    httpd = ThreadingHTTPServer((host, port), Handler)
+    httpd.daemon_threads = True
+    # A short poll interval bounds how long close() waits for the loop to notice shutdown.
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                              name="garmexport-http", daemon=True)
+    thread.start()
+    return HealthServer(httpd, thread)

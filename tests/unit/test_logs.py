@@ -1,0 +1,113 @@
+"""Event logging: one line per event, greppable key=value fields, secrets masked."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from garmexport.logs import REDACTED, configure, log_event, redact
+
+
+@pytest.fixture
+def restore_root() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def capture(fmt: str, level: str = "INFO") -> io.StringIO:
+    stream = io.StringIO()
+    configure(fmt=fmt, level=level, stream=stream)
+    return stream
+
+
+def lines(stream: io.StringIO) -> list[str]:
+    return stream.getvalue().splitlines()
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_text_line_holds_level_logger_event_and_fields() -> None:
+    stream = capture("text")
+    log_event(logging.getLogger("garmexport.flush"), "file_published", type="fs", partition=3,
+              rows=1200)
+    [line] = lines(stream)
+    stamp, rest = line.split(" ", 1)
+    assert stamp.endswith("Z") and "T" in stamp
+    assert rest == "INFO garmexport.flush file_published type=fs partition=3 rows=1200"
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_text_values_with_spaces_quotes_or_newlines_stay_on_one_quoted_field() -> None:
+    stream = capture("text")
+    log_event(logging.getLogger("t"), "storage_retry", error='refused "x"\nagain', path="",
+              day="2026-11-02", settings={"a": 1})
+    [line] = lines(stream)
+    assert 'error="refused \\"x\\"\\nagain"' in line
+    assert 'path=""' in line and "day=2026-11-02" in line
+    assert 'settings="{\\"a\\": 1}"' in line
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_json_line_carries_the_same_keys() -> None:
+    stream = capture("json")
+    log_event(logging.getLogger("garmexport.run"), "assigned", partitions=[0, 1], ts="field")
+    [line] = lines(stream)
+    record = json.loads(line)
+    assert record["level"] == "INFO" and record["logger"] == "garmexport.run"
+    assert record["event"] == "assigned" and record["partitions"] == [0, 1]
+    # A field named like a built-in key does not overwrite it.
+    assert record["ts"].endswith("Z") and record["ts_"] == "field"
+
+
+@pytest.mark.usefixtures("restore_root")
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_secrets_never_reach_a_line(fmt: str) -> None:
+    stream = capture(fmt)
+    log_event(logging.getLogger("t"), "config_loaded", password="hunter2",
+              kafka={"bootstrap.servers": "k:9092", "sasl.password": "hunter2",
+                     "ssl": {"ssl.key.password": "hunter2"}},
+              aws_secret_access_key="hunter2", api_token="hunter2")
+    text = stream.getvalue()
+    assert "hunter2" not in text
+    assert "k:9092" in text and REDACTED in text
+
+
+def test_redact_keeps_ordinary_fields_and_masks_nested_secrets() -> None:
+    fields = {"key": b"k", "topic": "garmadon", "kafka": {"sasl.jaas.config": "x", "acks": "all"}}
+    assert redact(fields) == {"key": b"k", "topic": "garmadon",
+                              "kafka": {"sasl.jaas.config": REDACTED, "acks": "all"}}
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_a_traceback_is_one_field_of_one_line() -> None:
+    stream = capture("text")
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        logging.getLogger("t").exception("writer_failed")
+    [line] = lines(stream)
+    assert line.split(" ")[3] == "writer_failed" and "RuntimeError: boom" in line
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_level_filters_events_and_a_second_configure_replaces_the_first() -> None:
+    configure(fmt="text", stream=io.StringIO())
+    stream = capture("json", level="WARNING")
+    log_event(logging.getLogger("t"), "quiet", n=1)
+    log_event(logging.getLogger("t"), "loud", level=logging.WARNING, n=2)
+    assert [json.loads(line)["event"] for line in lines(stream)] == ["loud"]
+    assert sum(getattr(h, "_garmexport", False) for h in logging.getLogger().handlers) == 1
+
+
+@pytest.mark.parametrize("kwargs", [{"fmt": "xml"}, {"level": "LOUD"}])
+def test_unknown_format_or_level_is_refused(kwargs: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        configure(stream=io.StringIO(), **kwargs)
