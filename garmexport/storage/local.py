@@ -1,0 +1,210 @@
+"""Local file system backend (the default): a directory is the output root.
+
+How it keeps the guarantees of :mod:`garmexport.storage.base`:
+
+- stage: the bytes go to ``<root>/_tmp/<instance>/<uuid>`` (created ``O_EXCL``), then
+  ``fsync``. The temp directory is not fsynced: a temp file lost in a crash is harmless,
+  and the final name is made durable at publish.
+- publish: parents are created (each new directory's parent is fsynced), then
+  ``link(temp, final)``, which fails with EEXIST if ``final`` exists and never replaces
+  it: an exclusive publish in one system call. Then the temp name is unlinked and the
+  final directory fsynced, so the name survives a power cut once publish returns. A
+  crash between link and unlink leaves a temp name that ``gc_temp`` removes; the final
+  file is already whole.
+- where hard links are refused (EPERM, EXDEV, ENOTSUP: some FUSE or SMB mounts), the
+  fallback is ``renameat2(..., RENAME_NOREPLACE)`` through libc (Linux >= 3.15, glibc >=
+  2.28), the kernel's own atomic "rename unless the target exists". If that is also
+  unsupported, publish raises StorageError: a plain ``rename`` would silently replace a
+  winner's file, and an ``O_EXCL`` placeholder renamed over later would show readers an
+  empty ``.parquet`` (and leave one after a crash), so neither is offered.
+- list is a ``scandir`` (names, sizes, mtimes in one pass); read_tail seeks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from pathlib import Path
+
+from garmexport.errors import PublishConflict, StorageError
+from garmexport.naming import TMP_DIR
+from garmexport.storage import paths
+from garmexport.storage.base import Entry, Staged, Storage
+
+_NO_LINK = {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+
+
+def rename_noreplace(src: str, dst: str) -> None:
+    """Rename ``src`` to ``dst`` unless ``dst`` exists (FileExistsError), atomically.
+
+    Raises OSError(ENOSYS/EINVAL) where the kernel, libc or file system cannot do it.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        raise OSError(errno.ENOSYS, "libc has no renameat2")
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), dst)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalStorage(Storage):
+    """Output root ``root`` (a directory, created if missing) on a local file system."""
+
+    def __init__(self, root: str | os.PathLike[str], instance: str) -> None:
+        self.root = os.path.abspath(root)
+        self.instance = instance
+        self._tmp = paths.tmp_dir(instance)
+        self.uri = Path(self.root).as_uri()
+        os.makedirs(self.root, exist_ok=True)
+
+    def _abs(self, path: str, *, allow_root: bool = False) -> str:
+        return os.path.join(self.root, paths.clean(path, allow_root=allow_root))
+
+    def list(self, path: str) -> list[Entry]:
+        out = []
+        try:
+            with os.scandir(self._abs(path, allow_root=True)) as it:
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # removed between readdir and stat
+                    out.append(Entry(e.name, e.is_dir(follow_symlinks=False), st.st_size,
+                                     st.st_mtime))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {path}: {exc}") from exc
+        return out
+
+    def read(self, path: str) -> bytes:
+        try:
+            with open(self._abs(path), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+
+    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+        try:
+            with open(self._abs(path), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(0, size - max(0, nbytes)))
+                return f.read(), size
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+
+    def exists(self, path: str) -> bool:
+        return os.path.isfile(self._abs(path))
+
+    def stage(self, data: bytes) -> Staged:
+        rel = paths.new_tmp_path(self.instance)
+        full = self._abs(rel)
+        try:
+            try:
+                fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileNotFoundError:
+                # First stage of this instance, or gc_temp removed the empty directory.
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self._unlink_quietly(full)
+            raise StorageError(f"cannot stage {len(data)} bytes in {self._tmp}: {exc}") from exc
+        return Staged(rel, len(data))
+
+    def publish(self, staged: Staged, path: str) -> None:
+        temp, final = self._abs(staged.handle), self._abs(path)
+        try:
+            self._makedirs_durable(os.path.dirname(final))
+            try:
+                os.link(temp, final)
+                os.unlink(temp)
+            except FileExistsError:
+                raise PublishConflict(path) from None
+            except OSError as exc:
+                if exc.errno not in _NO_LINK:
+                    raise
+                try:
+                    rename_noreplace(temp, final)
+                except FileExistsError:
+                    raise PublishConflict(path) from None
+            _fsync_dir(os.path.dirname(final))
+        except PublishConflict:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot publish {path}: {exc}") from exc
+
+    def _makedirs_durable(self, directory: str) -> None:
+        """Create ``directory`` and missing parents, fsyncing the parent of each new one."""
+        if os.path.isdir(directory):
+            return
+        up = os.path.dirname(directory)
+        if up != directory:
+            self._makedirs_durable(up)
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            return  # another publisher made it; it fsyncs its parent
+        _fsync_dir(up)
+
+    def discard(self, staged: Staged) -> None:
+        self._unlink_quietly(self._abs(staged.handle))
+
+    def delete(self, path: str) -> None:
+        try:
+            os.unlink(self._abs(path))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete {path}: {exc}") from exc
+
+    def gc_temp(self, older_than_s: float, now_s: float) -> int:
+        """Remove temp files (and then-empty instance dirs) with mtime before the cut."""
+        cut = now_s - older_than_s
+        removed = 0
+        for inst in self.list(TMP_DIR):
+            if not inst.is_dir:
+                continue
+            d = paths.join(TMP_DIR, inst.name)
+            for e in self.list(d):
+                if not e.is_dir and e.mtime_s < cut and self._unlink_quietly(self._abs(paths.join(d, e.name))):
+                    removed += 1
+            if inst.mtime_s < cut:
+                try:
+                    os.rmdir(self._abs(d))  # only if empty; stage recreates it
+                except OSError:
+                    pass
+        return removed
+
+    @staticmethod
+    def _unlink_quietly(full: str) -> bool:
+        try:
+            os.unlink(full)
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot remove {full}: {exc}") from exc

@@ -1,0 +1,235 @@
+"""HDFS backend over WebHDFS (the ``hdfs`` package's client).
+
+How it keeps the guarantees of :mod:`garmexport.storage.base`:
+
+- stage: a two-step CREATE (``overwrite=false``) of ``<root>/_tmp/<instance>/<uuid>``;
+  its ``fileId`` (the inode id, which a rename keeps) goes into the Staged handle as
+  ``"<fileId>:<temp path>"``. A failed attempt is retried under a fresh name (the first
+  name is deleted on a best-effort basis; ``gc_temp`` removes what stays).
+- publish: MKDIRS of the parent, then RENAME. HDFS rename never replaces an existing
+  file: it answers ``{"boolean": false}``, and then (or when the answer is lost: dropped
+  connection, 5xx) the outcome is settled from the namespace: the target holds our
+  fileId -> done; the target exists otherwise -> PublishConflict; the target is missing
+  -> StorageError (retryable, the staged file is kept). Servers that omit ``fileId``
+  fall back to "temp gone and target has our size", which is weaker. The NameNode logs
+  the rename to its edit log before answering, so a returned publish is durable.
+- idempotent calls (GETFILESTATUS, LISTSTATUS, OPEN, MKDIRS, DELETE) are retried inside
+  the backend on connection errors and 5xx with back-off; RENAME is sent once.
+- HA: several NameNode URLs go to the ``hdfs`` client, which tries the next one on a
+  connection error or a StandbyException/RetriableException answer.
+- Kerberos: ``hdfs.ext.kerberos.KerberosClient`` (needs ``requests-kerberos``).
+
+Tested against the WebHDFS test double in ``tests/webhdfs_server.py`` only: a check
+against a real cluster is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import requests
+from hdfs import HdfsError, InsecureClient
+
+from garmexport.errors import ConfigError, PublishConflict, StorageError
+from garmexport.naming import TMP_DIR
+from garmexport.storage import paths
+from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.retry import retry
+
+log = logging.getLogger(__name__)
+
+
+class _Transient(StorageError):
+    """Connection error, 5xx or no active NameNode: the call may succeed if repeated."""
+
+
+class WebHdfsStorage(Storage):
+    """Output root ``root`` (an absolute HDFS path) reached through ``urls`` (HA list)."""
+
+    def __init__(self, urls: Sequence[str], root: str, instance: str, *, uri: str,
+                 user: str | None = None, kerberos: bool = False, timeout_s: float = 30.0,
+                 attempts: int = 4, initial_s: float = 0.2, max_s: float = 5.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.uri, self.instance = uri, instance
+        self.root = "/" + root.strip("/")
+        self._retry = dict(attempts=attempts, initial_s=initial_s, max_s=max_s, sleep=sleep,
+                           on_retry=self._log_retry, retry_on=(_Transient,))
+        url = ";".join(urls)
+        if kerberos:
+            try:
+                from hdfs.ext.kerberos import KerberosClient
+            except ImportError as exc:
+                raise ConfigError("webhdfs.kerberos=true needs requests-kerberos installed") from exc
+            self._client: Any = KerberosClient(url, proxy=user, timeout=timeout_s)
+        else:
+            self._client = InsecureClient(url, user=user, timeout=timeout_s)
+
+    def _abs(self, path: str, *, allow_root: bool = False) -> str:
+        rel = paths.clean(path, allow_root=allow_root)
+        return f"{self.root.rstrip('/')}/{rel}" if rel else self.root
+
+    @staticmethod
+    def _log_retry(n: int, exc: BaseException, delay_s: float) -> None:
+        log.warning("webhdfs retry %d in %.2fs after: %s", n, delay_s, exc)
+
+    # -- one HTTP call ---------------------------------------------------------------------
+
+    def _once(self, method: Callable[..., requests.Response], full: str,
+              **params: Any) -> requests.Response:
+        """One call through the hdfs client; body read; _Transient on 5xx or no answer."""
+        try:
+            res = method(full, strict=False, **params)
+            try:
+                res.content  # noqa: B018 - read the (streamed) body now, inside the try
+            finally:
+                res.close()
+        except (requests.RequestException, HdfsError) as exc:
+            raise _Transient(f"{method.__name__} {full}: {exc}") from exc
+        if res.status_code >= 500:
+            raise _Transient(f"{method.__name__} {full}: HTTP {res.status_code}")
+        return res
+
+    def _call(self, method: Callable[..., requests.Response], full: str,
+              **params: Any) -> requests.Response:
+        """An idempotent call, retried; FileNotFoundError on 404, StorageError on 4xx."""
+        res = retry(lambda: self._once(method, full, **params), **self._retry)
+        if res.status_code == 404:
+            raise FileNotFoundError(full)
+        if res.status_code >= 400:
+            raise StorageError(f"{method.__name__} {full}: {_remote_message(res)}")
+        return res
+
+    def _status(self, full: str) -> dict[str, Any] | None:
+        try:
+            return self._call(self._client._get_file_status, full).json()["FileStatus"]
+        except FileNotFoundError:
+            return None
+
+    # -- Storage -----------------------------------------------------------------------------
+
+    def list(self, path: str) -> list[Entry]:
+        try:
+            res = self._call(self._client._list_status, self._abs(path, allow_root=True))
+        except FileNotFoundError:
+            return []
+        return [Entry(s["pathSuffix"], s["type"] == "DIRECTORY", int(s.get("length", 0)),
+                      s.get("modificationTime", 0) / 1000.0)
+                for s in res.json()["FileStatuses"]["FileStatus"]
+                if s["pathSuffix"]]  # a file answers with itself under an empty suffix
+
+    def read(self, path: str) -> bytes:
+        return self._call(self._client._open, self._abs(path)).content
+
+    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+        full = self._abs(path)
+        st = self._status(full)
+        if st is None or st["type"] != "FILE":
+            raise FileNotFoundError(full)
+        size = int(st["length"])
+        want = min(max(0, nbytes), size)
+        if want == 0:
+            return b"", size
+        data = self._call(self._client._open, full, offset=size - want, length=want).content
+        return data, size
+
+    def exists(self, path: str) -> bool:
+        st = self._status(self._abs(path))
+        return st is not None and st["type"] == "FILE"
+
+    def stage(self, data: bytes) -> Staged:
+        return retry(lambda: self._stage_once(data), **self._retry)
+
+    def _stage_once(self, data: bytes) -> Staged:
+        rel = paths.new_tmp_path(self.instance)
+        full = self._abs(rel)
+        try:
+            res = self._once(self._client._create, full, overwrite="false")
+            if res.status_code != 307 or "location" not in res.headers:
+                raise StorageError(f"CREATE {full}: {_remote_message(res)}")
+            try:
+                put = self._client._request("PUT", res.headers["location"], data=data)
+            except requests.RequestException as exc:
+                raise _Transient(f"CREATE {full} (data): {exc}") from exc
+            if put.status_code >= 500:
+                raise _Transient(f"CREATE {full} (data): HTTP {put.status_code}")
+            if put.status_code >= 400:
+                raise StorageError(f"CREATE {full} (data): {_remote_message(put)}")
+            st = self._status(full)
+        except _Transient:
+            self._delete_quietly(full)
+            raise
+        if st is None or int(st["length"]) != len(data):
+            raise StorageError(f"staged {full} is missing or has the wrong size")
+        return Staged(f"{st.get('fileId', '')}:{rel}", len(data))
+
+    def publish(self, staged: Staged, path: str) -> None:
+        file_id, _, rel = staged.handle.partition(":")
+        src, dst = self._abs(rel), self._abs(path)
+        self._call(self._client._mkdirs, dst.rpartition("/")[0] or "/")
+        try:
+            res = self._once(self._client._rename, src, destination=dst)
+        except _Transient as exc:
+            log.warning("rename %s -> %s unanswered (%s): checking the namespace", src, dst, exc)
+        else:
+            if res.status_code >= 400:
+                raise StorageError(f"RENAME {src} -> {dst}: {_remote_message(res)}")
+            if res.json().get("boolean") is True:
+                return
+        self._settle(file_id, staged.size, src, dst, path)
+
+    def _settle(self, file_id: str, size: int, src: str, dst: str, path: str) -> None:
+        """Decide a rename that answered false or not at all, from the namespace."""
+        dst_st, src_st = self._status(dst), self._status(src)
+        if dst_st is not None:
+            if file_id and str(dst_st.get("fileId", "")) == file_id:
+                return  # our inode is at the final name: the rename happened
+            if not file_id and src_st is None and int(dst_st.get("length", -1)) == size:
+                return  # no fileId from this server: the weaker size check
+            raise PublishConflict(path)
+        if src_st is None:
+            raise StorageError(f"staged file {src} vanished and {dst} does not exist")
+        raise StorageError(f"rename {src} -> {dst} did not happen; staged file kept")
+
+    def discard(self, staged: Staged) -> None:
+        self.delete(staged.handle.partition(":")[2])
+
+    def delete(self, path: str) -> None:
+        self._call(self._client._delete, self._abs(path), recursive="false")
+
+    def _delete_quietly(self, full: str) -> None:
+        try:
+            self._call(self._client._delete, full, recursive="false")
+        except (StorageError, FileNotFoundError) as exc:
+            log.warning("could not remove %s (gc_temp will): %s", full, exc)
+
+    def gc_temp(self, older_than_s: float, now_s: float) -> int:
+        cut = now_s - older_than_s
+        removed = 0
+        for inst in self.list(TMP_DIR):
+            if not inst.is_dir:
+                continue
+            d = paths.join(TMP_DIR, inst.name)
+            entries = self.list(d)
+            for e in entries:
+                if not e.is_dir and e.mtime_s < cut:
+                    res = self._call(self._client._delete, self._abs(paths.join(d, e.name)),
+                                     recursive="false")
+                    removed += bool(res.json().get("boolean"))
+            if inst.mtime_s < cut and all(e.mtime_s < cut for e in entries):
+                self._delete_quietly(self._abs(d))  # non-recursive: fails if refilled
+        return removed
+
+    def close(self) -> None:
+        self._client._session.close()
+
+
+def _remote_message(res: requests.Response) -> str:
+    """``Exception: message`` of a RemoteException answer, or the HTTP status."""
+    try:
+        remote = res.json()["RemoteException"]
+        return f"HTTP {res.status_code} {remote.get('exception')}: {remote.get('message')}"
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {res.status_code}"

@@ -1,0 +1,330 @@
+"""A WebHDFS test double: a small HTTP server speaking the documented REST protocol.
+
+THIS IS NOT HDFS. No NameNode or DataNode can run on the test machines, so the WebHDFS
+backend is tested against this server, written from the WebHDFS REST API documentation
+(Apache Hadoop, "WebHDFS REST API"). It keeps files in a local directory and implements
+what garmexport and the ``hdfs`` client use:
+
+- prefix ``/webhdfs/v1``; ops GETFILESTATUS, LISTSTATUS, MKDIRS, CREATE and APPEND (two
+  steps: the "NameNode" answers 307 with a Location on the same server carrying
+  ``datanode=true``, the client then sends the data there, plain or chunked), OPEN
+  (``offset``/``length``, also through a 307), RENAME (``{"boolean": false}`` when the
+  source is missing, the target exists or its parent is missing; never overwrites; a
+  target that is a directory receives the source inside it, as HDFS does), DELETE
+  (``recursive``);
+- errors as ``{"RemoteException": {"exception", "javaClassName", "message"}}`` with the
+  status codes of Hadoop's ExceptionHandler (404 FileNotFound, 403 IOException and its
+  subclasses such as FileAlreadyExists and Standby, 400 IllegalArgument);
+- ``fileId`` in FileStatus is the inode number, which a rename keeps, as in HDFS.
+
+Namespace changes hold one lock, as the NameNode serialises them. :class:`Faults` lets a
+test fail the next requests with 503, drop connections (before or after doing the work,
+the latter makes an ambiguous answer) or put the server in standby for HA tests.
+Behaviour against a real cluster still has to be checked there.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+
+PREFIX = "/webhdfs/v1"
+_STATUS = {"FileNotFoundException": 404, "IllegalArgumentException": 400,
+           "UnsupportedOperationException": 400}
+
+
+class RemoteError(Exception):
+    def __init__(self, exception: str, message: str) -> None:
+        super().__init__(message)
+        self.exception, self.message = exception, message
+
+
+@dataclass
+class Faults:
+    """Fault injection; each rule applies to requests whose op matches (None = any)."""
+
+    fail_503: list[tuple[str | None, int]] = field(default_factory=list)   # (op, count)
+    drop: list[tuple[str | None, int, bool]] = field(default_factory=list)  # (op, count, after)
+    standby: bool = False
+    requests: list[tuple[str, str, str]] = field(default_factory=list)      # (method, op, path)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fail_next(self, count: int, op: str | None = None) -> None:
+        with self.lock:
+            self.fail_503.append((op, count))
+
+    def drop_next(self, count: int, op: str | None = None, *, after: bool = False) -> None:
+        """Close the connection without answering; ``after`` = once the op is done."""
+        with self.lock:
+            self.drop.append((op, count, after))
+
+    def _take(self, rules: list, op: str) -> tuple | None:
+        with self.lock:
+            for i, rule in enumerate(rules):
+                if rule[0] in (None, op):
+                    if rule[1] <= 1:
+                        del rules[i]
+                    else:
+                        rules[i] = (rule[0], rule[1] - 1, *rule[2:])
+                    return rule
+        return None
+
+
+class WebHdfsServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, data_dir: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.data_dir = os.path.abspath(data_dir)
+        self.faults = Faults()
+        self.ns_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def start(self) -> WebHdfsServer:
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def local(self, hdfs_path: str) -> str:
+        parts = [p for p in hdfs_path.split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise RemoteError("IllegalArgumentException", f"Invalid path name {hdfs_path}")
+        return os.path.join(self.data_dir, *parts)
+
+
+def _file_status(full: str, suffix: str) -> dict:
+    st = os.stat(full)
+    is_dir = os.path.isdir(full)
+    return {
+        "accessTime": int(st.st_atime * 1000), "blockSize": 134217728, "childrenNum":
+        len(os.listdir(full)) if is_dir else 0, "fileId": st.st_ino, "group": "supergroup",
+        "length": 0 if is_dir else st.st_size, "modificationTime": int(st.st_mtime * 1000),
+        "owner": "garmexport", "pathSuffix": suffix, "permission": "755" if is_dir else "644",
+        "replication": 0 if is_dir else 3, "storagePolicy": 0,
+        "type": "DIRECTORY" if is_dir else "FILE",
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: WebHdfsServer
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+        pass  # keep test output quiet
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
+              ctype: str = "application/json") -> None:
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, obj: dict, status: int = 200) -> None:
+        self._send(status, json.dumps(obj).encode())
+
+    def _error(self, exc: RemoteError) -> None:
+        java = {"FileNotFoundException": "java.io", "IOException": "java.io",
+                "IllegalArgumentException": "java.lang"}.get(exc.exception, "org.apache.hadoop")
+        self._json({"RemoteException": {"exception": exc.exception, "message": exc.message,
+                                        "javaClassName": f"{java}.{exc.exception}"}},
+                   _STATUS.get(exc.exception, 403))
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        op = q.get("op", "").upper()
+        body = self._body() if method in ("PUT", "POST") else b""
+        faults = self.server.faults
+        with faults.lock:
+            faults.requests.append((method, op, url.path))
+        drop = faults._take(faults.drop, op)
+        if drop is not None and not drop[2]:
+            self.close_connection = True
+            return
+        if faults._take(faults.fail_503, op) is not None:
+            self._send(503, b"Service Unavailable", ctype="text/plain")
+            return
+        if faults.standby:
+            self._error(RemoteError("StandbyException", "Operation category READ is not "
+                                    "supported in state standby"))
+            return
+        if not url.path.startswith(PREFIX):
+            self._send(404, b"not webhdfs", ctype="text/plain")
+            return
+        hdfs_path = unquote(url.path[len(PREFIX):]) or "/"
+        try:
+            handler = getattr(self, f"_op_{method}_{op}", None)
+            if handler is None:
+                raise RemoteError("UnsupportedOperationException",
+                                  f"Invalid value for webhdfs parameter \"op\": {op}")
+            reply = handler(hdfs_path, q, body)
+        except RemoteError as exc:
+            reply = functools.partial(self._error, exc)
+        if drop is not None:  # the work is done, the answer is lost: an ambiguous call
+            self.close_connection = True
+            return
+        reply()
+
+    def _redirect(self, q: dict[str, str]) -> callable:
+        params = dict(q, datanode="true")
+        loc = f"{self.server.url}{urlsplit(self.path).path}?{urlencode(params)}"  # still quoted
+        return lambda: self._send(307, b"", {"Location": loc})
+
+    # -- operations: each returns a thunk that writes the answer --------------------------
+
+    def _op_GET_GETFILESTATUS(self, path: str, q: dict, body: bytes) -> callable:
+        full = self.server.local(path)
+        if not os.path.exists(full):
+            raise RemoteError("FileNotFoundException", f"File does not exist: {path}")
+        st = _file_status(full, "")
+        return lambda: self._json({"FileStatus": st})
+
+    def _op_GET_LISTSTATUS(self, path: str, q: dict, body: bytes) -> callable:
+        full = self.server.local(path)
+        if not os.path.exists(full):
+            raise RemoteError("FileNotFoundException", f"File {path} does not exist.")
+        if os.path.isdir(full):
+            items = []
+            for name in sorted(os.listdir(full)):
+                try:
+                    items.append(_file_status(os.path.join(full, name), name))
+                except FileNotFoundError:
+                    pass
+        else:
+            items = [_file_status(full, "")]
+        return lambda: self._json({"FileStatuses": {"FileStatus": items}})
+
+    def _op_PUT_MKDIRS(self, path: str, q: dict, body: bytes) -> callable:
+        with self.server.ns_lock:
+            full = self.server.local(path)
+            probe = full
+            while probe != self.server.data_dir and not os.path.exists(probe):
+                probe = os.path.dirname(probe)
+            if not os.path.isdir(probe):
+                raise RemoteError("ParentNotDirectoryException", f"{probe} is not a directory")
+            os.makedirs(full, exist_ok=True)
+        return lambda: self._json({"boolean": True})
+
+    def _op_PUT_CREATE(self, path: str, q: dict, body: bytes) -> callable:
+        if q.get("datanode") != "true":
+            return self._redirect(q)
+        overwrite = q.get("overwrite", "false").lower() == "true"
+        with self.server.ns_lock:
+            full = self.server.local(path)
+            if os.path.isdir(full):
+                raise RemoteError("FileAlreadyExistsException", f"{path} already exists as a directory")
+            if os.path.exists(full) and not overwrite:
+                raise RemoteError("FileAlreadyExistsException", f"{path} for client already exists")
+            try:
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise RemoteError("ParentNotDirectoryException", f"parent of {path}") from None
+            with open(full, "wb") as f:
+                f.write(body)
+        loc = f"hdfs://127.0.0.1{quote(path)}"
+        return lambda: self._send(201, b"", {"Location": loc})
+
+    def _op_POST_APPEND(self, path: str, q: dict, body: bytes) -> callable:
+        if q.get("datanode") != "true":
+            return self._redirect(q)
+        with self.server.ns_lock:
+            full = self.server.local(path)
+            if not os.path.isfile(full):
+                raise RemoteError("FileNotFoundException", f"File {path} not found.")
+            with open(full, "ab") as f:
+                f.write(body)
+        return lambda: self._send(200)
+
+    def _op_GET_OPEN(self, path: str, q: dict, body: bytes) -> callable:
+        if q.get("datanode") != "true":
+            return self._redirect(q)
+        full = self.server.local(path)
+        if not os.path.isfile(full):
+            raise RemoteError("FileNotFoundException", f"File does not exist: {path}")
+        offset = int(q.get("offset") or 0)
+        size = os.path.getsize(full)
+        if offset > size:
+            raise RemoteError("IOException", f"Offset={offset} out of the range [0, {size}]")
+        length = q.get("length")
+        with open(full, "rb") as f:
+            f.seek(offset)
+            data = f.read() if length in (None, "") else f.read(int(length))
+        return lambda: self._send(200, data, ctype="application/octet-stream")
+
+    def _op_PUT_RENAME(self, path: str, q: dict, body: bytes) -> callable:
+        dest = q.get("destination", "")
+        if not dest.startswith("/"):
+            raise RemoteError("IllegalArgumentException", f"Invalid destination {dest!r}")
+        with self.server.ns_lock:
+            src, dst = self.server.local(path), self.server.local(dest)
+            if os.path.isdir(dst):
+                dst = os.path.join(dst, os.path.basename(src))
+            ok = (os.path.exists(src) and not os.path.exists(dst)
+                  and os.path.isdir(os.path.dirname(dst)) and src != self.server.data_dir)
+            if ok:
+                os.rename(src, dst)  # the lock makes check-and-rename atomic here
+        return lambda: self._json({"boolean": ok})
+
+    def _op_DELETE_DELETE(self, path: str, q: dict, body: bytes) -> callable:
+        recursive = q.get("recursive", "false").lower() == "true"
+        with self.server.ns_lock:
+            full = self.server.local(path)
+            if not os.path.exists(full):
+                ok = False
+            elif os.path.isdir(full):
+                if os.listdir(full) and not recursive:
+                    raise RemoteError("PathIsNotEmptyDirectoryException",
+                                      f"`{path} is non empty': Directory is not empty")
+                shutil.rmtree(full)
+                ok = True
+            else:
+                os.unlink(full)
+                ok = True
+        return lambda: self._json({"boolean": ok})
