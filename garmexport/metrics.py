@@ -195,6 +195,14 @@ class Metrics:
         self._assigned.set(assigned)
         self._paused.set(paused)
 
+    def assign_partition(self, topic: str, partition: int) -> None:
+        """``partition`` joined this instance: create its counters at 0, so that the first
+        fencing conflict or marker shows as an increase (``increase()`` needs a sample
+        before it, and a series born at 1 has none)."""
+        self._consumed.labels(topic, partition)
+        for counter in (self._fencing, self._markers, self._heartbeats):
+            counter.labels(partition)
+
     def forget_partition(self, topic: str, partition: int) -> None:
         """Drop every per-partition gauge of ``partition`` (on revoke or loss), so that the
         new owner's values are the only ones Prometheus sees. Counters stay: they only grow."""

@@ -148,3 +148,12 @@ def test_forgetting_a_partition_drops_its_gauges_and_keeps_the_others(
     # A new owner starts from its own state, not from the forgotten maximum.
     metrics.committed("fs", 0, 5, 1_600_000_000.0)
     assert value(registry, "garmexport_committed_offset", type="fs", partition=0) == 5
+
+
+def test_an_assigned_partition_shows_its_counters_at_zero(
+        registry: CollectorRegistry, metrics: Metrics) -> None:
+    metrics.assign_partition("garmadon", 5)
+    assert value(registry, "garmexport_events_consumed_total", topic="garmadon", partition=5) == 0
+    for name in ("garmexport_fencing_conflicts_total", "garmexport_markers_written_total",
+                 "garmexport_heartbeats_total"):
+        assert value(registry, name, partition=5) == 0, name
