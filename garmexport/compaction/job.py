@@ -1,0 +1,160 @@
+"""One compaction run over an output root: recover, plan, write, swap, mark, sync Hive.
+
+Order, and why:
+
+1. :func:`.recover.recover_all` first: finish or undo any swap a crashed run left, so the
+   day directories hold each row exactly once before anything is planned.
+2. Markers give W and the closed horizon (:mod:`.markers`, :mod:`.closed`); one read
+   for the whole run: markers only grow, so a stale read only folds less.
+3. Per output, per closed day: scan, plan (pure), write with Spark into staging, commit the
+   swap (:mod:`.swap`), then write ``_COMPLETE`` when the day is fully compacted.
+4. Per output: the Hive table gets new columns and the new day partitions.
+
+Every step can be repeated after a crash: a rerun recovers, re-plans from what is on disk,
+and the DDL is IF NOT EXISTS.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from garmexport.compaction import complete, hive
+from garmexport.compaction.closed import is_closed, last_closed_day
+from garmexport.compaction.fs import FileOps
+from garmexport.compaction.markers import read_markers
+from garmexport.compaction.names import CompactedName, day_dir, sidecar_path, staging_path
+from garmexport.compaction.plan import DayPlan, next_generation, plan_day
+from garmexport.compaction.recover import commit_swap, recover_all
+from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
+from garmexport.compaction.spark_job import write_outputs
+from garmexport.compaction.swap import Journal, Move, crash_point
+from garmexport.logs import log_event
+from garmexport.naming import epoch_day
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompactOptions:
+    root_uri: str
+    lateness_s: float
+    target_file_bytes: int
+    sort_columns: tuple[str, ...]
+    codec: str
+    hive: bool = True
+    hive_database: str = "garmadon"
+    outputs: tuple[str, ...] = ()  # empty: every dataset under the root
+    days: tuple[str, ...] = ()  # empty: every closed day
+    dry_run: bool = False
+
+
+@dataclass
+class Summary:
+    days_compacted: int = 0
+    files_in: int = 0
+    files_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    rows: int = 0
+    files_left: int = 0
+    rolled_forward: int = 0
+    rolled_back: int = 0
+    complete_written: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        mb = 1024 * 1024
+        return (f"compaction: {self.days_compacted} days, files {self.files_in} -> "
+                f"{self.files_out}, {self.bytes_in / mb:.1f} MiB -> {self.bytes_out / mb:.1f} "
+                f"MiB, {self.rows} rows, {self.files_left} files left, recovered "
+                f"{self.rolled_forward} forward / {self.rolled_back} back, "
+                f"{len(self.problems)} problems, {self.seconds:.1f} s")
+
+
+def journal_for(plan: DayPlan, staged: list[str]) -> Journal:
+    """The journal of a written plan: staged part k -> output k, inputs to delete."""
+    base = day_dir(plan.output, plan.day)
+    moves = tuple(Move(staged[k], f"{base}/{o.name.format()}", sidecar_path(base, o.name),
+                       ranges_to_json(o.ranges(), source=o.name.source, topic=o.name.topic,
+                                      generation=plan.generation, rows=o.rows,
+                                      inputs=[f.name for f in o.inputs]))
+                  for k, o in enumerate(plan.outputs))
+    deletes: list[str] = []
+    for f in plan.inputs:
+        deletes.append(f"{base}/{f.name}")
+        if f.compacted:  # data file before its sidecar: data never exists without ranges
+            deletes.append(sidecar_path(base, CompactedName.parse(f.name)))  # type: ignore[arg-type]
+    return Journal(plan.output, plan.day, plan.generation,
+                   staging_path(plan.output, plan.day, plan.generation), moves, tuple(deletes))
+
+
+def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day: str,
+                watermarks: dict[tuple[str, str, int], int], summary: Summary,
+                crash: Callable[[str], None]) -> Any:
+    """Compact one closed day; returns the union schema written (None if nothing)."""
+    files, names, problems = scan_day(fs, output, day)
+    summary.problems.extend(problems)
+    plan = plan_day(output, day, files, watermarks, next_generation(names),
+                    opts.target_file_bytes)
+    summary.files_left += len(plan.left)
+    if not plan.outputs or opts.dry_run:
+        log_event(log, "compaction_day_planned", output=output, day=day,
+                  outputs=len(plan.outputs), inputs=len(plan.inputs), left=len(plan.left))
+        return None
+    started = time.monotonic()
+    staging = staging_path(output, day, plan.generation)
+    staged, schema, bytes_out = write_outputs(spark, fs, plan, staging, opts.codec,
+                                              opts.sort_columns)
+    commit_swap(fs, journal_for(plan, staged), crash)
+    bytes_in = sum(f.size for f in plan.inputs)
+    summary.days_compacted += 1
+    summary.files_in += len(plan.inputs)
+    summary.files_out += len(plan.outputs)
+    summary.bytes_in += bytes_in
+    summary.bytes_out += bytes_out
+    summary.rows += sum(o.rows for o in plan.outputs)
+    log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,
+              files_in=len(plan.inputs), files_out=len(plan.outputs), bytes_in=bytes_in,
+              bytes_out=bytes_out, left=len(plan.left),
+              seconds=round(time.monotonic() - started, 2))
+    return schema
+
+
+def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
+        crash: Callable[[str], None] = crash_point) -> Summary:
+    """Run compaction once over the root (see the module docstring)."""
+    started = time.monotonic()
+    summary = Summary()
+    recovered = recover_all(fs)
+    summary.rolled_forward, summary.rolled_back = recovered.rolled_forward, recovered.rolled_back
+    facts = read_markers(fs)
+    last_closed = last_closed_day(facts.progress.values(), now_ms, opts.lateness_s)
+    log_event(log, "compaction_start", root=opts.root_uri, partitions=len(facts.progress),
+              last_closed_day=last_closed)
+    for output in opts.outputs or tuple(list_outputs(fs)):
+        days = list_days(fs, output)
+        touched: list[str] = []
+        for day in days:
+            if (opts.days and day not in opts.days) or not is_closed(epoch_day(day), last_closed):
+                continue
+            if compact_day(spark, fs, opts, output, day, facts.watermarks(output), summary,
+                           crash) is not None:
+                touched.append(day)
+            files, names, _ = scan_day(fs, output, day)
+            doc = complete.completion(output, day, files, names, True, now_ms, opts.lateness_s)
+            if doc is not None and not opts.dry_run:
+                summary.complete_written += complete.write_complete(fs, output, day, doc)
+        if opts.hive and days and not opts.dry_run:
+            dirs = [f"{fs.uri}/{day_dir(output, d)}" for d in sorted({days[-1], *touched})]
+            schema = spark.read.option("mergeSchema", "true").parquet(*dirs).schema
+            stats = hive.sync_table(spark, opts.hive_database, output, fs.uri, schema, days)
+            log_event(log, "hive_table_synced", table=f"{opts.hive_database}.{output}", **stats)
+    summary.seconds = time.monotonic() - started
+    log_event(log, "compaction_done", **{k: v for k, v in vars(summary).items()
+                                         if k != "problems"}, problems=len(summary.problems))
+    return summary

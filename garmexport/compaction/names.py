@@ -1,0 +1,96 @@
+"""Names of what compaction writes: compacted files, their range sidecars, journals.
+
+Layout (``/``-separated paths relative to the output root)::
+
+    <output>/day=D/<source>+<topic>+c<GGGGGG>+<KKKKK>.parquet    compacted data (visible)
+    <output>/day=D/_<source>+<topic>+c<GGGGGG>+<KKKKK>.json      its Kafka ranges (hidden)
+    <output>/day=D/_COMPLETE                                    completeness marker (hidden)
+    _compaction/<output>/day=D/g<GGGGGG>/                       Spark staging dir of a generation
+    _compaction/<output>/day=D/g<GGGGGG>.json                   journal: the swap is committed
+
+Invariants:
+
+- A compacted name never parses as an exporter name (:meth:`garmexport.naming.FileName.parse`
+  gives None: the third field is ``c`` + 6 digits, never 5 digits), so the exporter and its
+  fencing never mistake one for a raw file, and a raw name never parses as compacted.
+- The generation G only grows per (output, day), so a new generation never reuses a name.
+- Names starting with ``_`` or ``.`` are hidden from readers, so they are never data here.
+- Every bookkeeping name starts with ``_``: readers of ``<output>`` see data only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from garmexport.naming import check_label
+
+COMPACTION_DIR = "_compaction"
+COMPLETE = "_COMPLETE"
+_LABEL = r"[A-Za-z0-9._-]+"
+_COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.parquet$")
+_JOURNAL_RE = re.compile(r"^g(\d{6})\.json$")
+_STAGING_RE = re.compile(r"^g(\d{6})$")
+
+
+@dataclass(frozen=True, order=True)
+class CompactedName:
+    """One compacted file of a day: the feed (source, topic) it holds, generation, index."""
+
+    source: str
+    topic: str
+    generation: int
+    index: int
+
+    def __post_init__(self) -> None:
+        check_label(self.source, "source")
+        check_label(self.topic, "topic")
+        if not (0 <= self.generation < 10**6 and 0 <= self.index < 10**5):
+            raise ValueError(f"generation {self.generation} or index {self.index} out of range")
+
+    def format(self) -> str:
+        return f"{self.source}+{self.topic}+c{self.generation:06d}+{self.index:05d}.parquet"
+
+    def sidecar(self) -> str:
+        """Name of the hidden JSON file beside it holding its Kafka offset ranges."""
+        return "_" + self.format()[: -len(".parquet")] + ".json"
+
+    @staticmethod
+    def parse(name: str) -> CompactedName | None:
+        """The CompactedName of ``name``; None for anything else, hidden names included."""
+        m = _COMPACTED_RE.match(name) if name[:1] not in ("_", ".") else None
+        return CompactedName(m[1], m[2], int(m[3]), int(m[4])) if m else None
+
+
+def day_dir(output: str, day: str) -> str:
+    return f"{output}/day={day}"
+
+
+def sidecar_path(day_base: str, name: CompactedName) -> str:
+    """Path of the ranges sidecar of ``name`` in day directory ``day_base``."""
+    return f"{day_base}/{name.sidecar()}"
+
+
+def work_dir(output: str, day: str) -> str:
+    """Directory of the journals and staging dirs of one (output, day)."""
+    return f"{COMPACTION_DIR}/{output}/day={day}"
+
+
+def journal_path(output: str, day: str, generation: int) -> str:
+    return f"{work_dir(output, day)}/g{generation:06d}.json"
+
+
+def staging_path(output: str, day: str, generation: int) -> str:
+    return f"{work_dir(output, day)}/g{generation:06d}"
+
+
+def parse_journal(name: str) -> int | None:
+    """Generation of a journal file name, or None."""
+    m = _JOURNAL_RE.match(name)
+    return int(m[1]) if m else None
+
+
+def parse_staging(name: str) -> int | None:
+    """Generation of a staging directory name, or None."""
+    m = _STAGING_RE.match(name)
+    return int(m[1]) if m else None

@@ -1,0 +1,100 @@
+"""Listing the output for compaction: days of an output, and a day's files as plan inputs.
+
+A raw file's range comes from its footer's key-value metadata (``garmexport.partition``,
+``garmexport.first_offset``, ``garmexport.last_offset``, ``garmexport.rows``), read with a
+tail read of the footer only. A compacted file's ranges come from its sidecar. Names that
+are neither (foreign files, hidden bookkeeping, quarantine-style names) are not inputs.
+A raw file whose footer disagrees with its name, or a compacted file without a sidecar,
+is reported in ``problems`` and left out of the plan (left alone, never deleted).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from garmexport.compaction.fs import FileOps
+from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
+from garmexport.compaction.plan import InputFile, Range
+from garmexport.naming import FileName, parse_day_dir
+
+_TAIL = 64 * 1024
+
+
+def list_days(fs: FileOps, output: str) -> list[str]:
+    """Days (``YYYY-MM-DD``) that have a directory under ``output``, sorted."""
+    return sorted(d for d in (parse_day_dir(e.name) for e in fs.list(output) if e.is_dir)
+                  if d is not None)
+
+
+def list_outputs(fs: FileOps) -> list[str]:
+    """Top-level directories of the root that are datasets (not bookkeeping), sorted."""
+    return sorted(e.name for e in fs.list("") if e.is_dir and e.name[0] not in "_.")
+
+
+def footer(fs: FileOps, path: str) -> pq.FileMetaData:
+    """The Parquet footer of ``path`` from a tail read (ValueError if not Parquet)."""
+    tail, size = fs.read_tail(path, _TAIL)
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        raise ValueError(f"{path} is not a Parquet file")
+    (flen,) = struct.unpack("<i", tail[-8:-4])
+    if flen + 8 > len(tail):
+        tail, size = fs.read_tail(path, flen + 8)
+    # read_metadata needs a whole "file": magic + footer + length + magic is enough.
+    return pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(flen + 8):]))
+
+
+def _raw_input(fs: FileOps, path: str, name: FileName, size: int) -> InputFile:
+    kv = {k.decode(): v.decode() for k, v in (footer(fs, path).metadata or {}).items()}
+    try:
+        r = Range(int(kv["garmexport.partition"]), int(kv["garmexport.first_offset"]),
+                  int(kv["garmexport.last_offset"]), int(kv["garmexport.rows"]))
+    except KeyError as exc:
+        raise ValueError(f"{path}: footer lacks {exc}") from None
+    if (r.partition, r.first_offset) != (name.partition, name.first_offset):
+        raise ValueError(f"{path}: footer says partition {r.partition} first offset "
+                         f"{r.first_offset}, the name disagrees")
+    return InputFile(path.rpartition("/")[2], name.source, name.topic, size, (r,))
+
+
+def ranges_to_json(ranges: tuple[Range, ...], **extra: object) -> str:
+    """The sidecar document of a compacted file: its Kafka ranges (and ``extra`` facts)."""
+    return json.dumps({"version": 1, **extra, "ranges": [
+        {"partition": r.partition, "first_offset": r.first_offset,
+         "last_offset": r.last_offset, "rows": r.rows} for r in ranges]}, indent=0)
+
+
+def ranges_from_json(data: bytes) -> tuple[Range, ...]:
+    doc = json.loads(data)
+    return tuple(Range(int(r["partition"]), int(r["first_offset"]), int(r["last_offset"]),
+                       int(r["rows"])) for r in doc["ranges"])
+
+
+def scan_day(fs: FileOps, output: str, day: str) -> tuple[list[InputFile], list[str], list[str]]:
+    """(inputs, every name in the day dir, problems) of one day directory."""
+    base = day_dir(output, day)
+    entries = [e for e in fs.list(base) if not e.is_dir]
+    names = {e.name for e in entries}
+    inputs: list[InputFile] = []
+    problems: list[str] = []
+    for e in sorted(entries, key=lambda e: e.name):
+        if e.name[:1] in ("_", "."):  # hidden from readers: never data
+            continue
+        path = f"{base}/{e.name}"
+        raw = FileName.parse(e.name)
+        compacted = CompactedName.parse(e.name)
+        try:
+            if raw is not None and raw.origin is None:
+                inputs.append(_raw_input(fs, path, raw, e.size))
+            elif compacted is not None:
+                if compacted.sidecar() not in names:
+                    raise ValueError(f"{path}: no ranges sidecar")
+                ranges = ranges_from_json(fs.read(f"{base}/{compacted.sidecar()}"))
+                inputs.append(InputFile(e.name, compacted.source, compacted.topic, e.size,
+                                        ranges, compacted=True))
+        except (ValueError, KeyError, OSError) as exc:
+            problems.append(str(exc))
+    return inputs, sorted(names - {COMPLETE}), problems
