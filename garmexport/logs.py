@@ -11,7 +11,7 @@ Invariants:
 - One record is one line: values with spaces, quotes, ``=`` or newlines are JSON-quoted,
   and a traceback becomes one quoted ``exc=`` field.
 - Secrets never reach a line: a field (or a key of a nested mapping, such as the Kafka
-  client settings) whose name looks like a secret is replaced by ``***``.
+  client settings) that the configuration calls a secret is replaced by ``***``.
 """
 
 from __future__ import annotations
@@ -24,19 +24,18 @@ import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
+from garmexport.config import shown
+
 FORMATS = ("text", "json")
-REDACTED = "***"
-# sasl.password, ssl.key.password, aws_secret_access_key, api_token, hdfs credentials, ...
-_SECRET_KEY = re.compile(r"pass(word|wd)?|secret|token|credential|private|sasl\.jaas|"
-                         r"access[._]?key|api[._]?key", re.IGNORECASE)
 _PLAIN = re.compile(r"^[^\s\"=\\]+$")
 _FIELDS = "garmexport_fields"
 
 
 def redact(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``fields`` with secret-named values (at any depth of mappings) masked."""
-    return {key: REDACTED if _SECRET_KEY.search(str(key))
-            else redact(value) if isinstance(value, Mapping) else value
+    """A copy of ``fields`` with secret-named values (at any depth of mappings) masked.
+    What counts as a secret is the configuration's rule (:func:`garmexport.config.is_secret`),
+    so logs and ``garmexport config`` never disagree."""
+    return {key: shown(str(key), redact(value) if isinstance(value, Mapping) else value)
             for key, value in fields.items()}
 
 

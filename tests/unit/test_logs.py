@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from garmexport.logs import REDACTED, configure, log_event, redact
+from garmexport.config import MASK as REDACTED
+from garmexport.logs import configure, log_event, redact
 
 
 @pytest.fixture
@@ -81,9 +82,11 @@ def test_secrets_never_reach_a_line(fmt: str) -> None:
 
 
 def test_redact_keeps_ordinary_fields_and_masks_nested_secrets() -> None:
-    fields = {"key": b"k", "topic": "garmadon", "kafka": {"sasl.jaas.config": "x", "acks": "all"}}
+    fields = {"key": b"k", "topic": "garmadon",
+              "kafka": {"sasl.oauthbearer.config": "x", "ssl.key.pem": "y", "acks": "all"}}
     assert redact(fields) == {"key": b"k", "topic": "garmadon",
-                              "kafka": {"sasl.jaas.config": REDACTED, "acks": "all"}}
+                              "kafka": {"sasl.oauthbearer.config": REDACTED,
+                                        "ssl.key.pem": REDACTED, "acks": "all"}}
 
 
 @pytest.mark.usefixtures("restore_root")
