@@ -7,10 +7,12 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   and the final name is made durable at publish.
 - publish: parents are created (each new directory's parent is fsynced), then
   ``link(temp, final)``, which fails with EEXIST if ``final`` exists and never replaces
-  it: an exclusive publish in one system call. Then the temp name is unlinked and the
-  final directory fsynced, so the name survives a power cut once publish returns. A
-  crash between link and unlink leaves a temp name that ``gc_temp`` removes; the final
-  file is already whole.
+  it: an exclusive publish in one system call. Then the final directory is fsynced (the
+  name survives a power cut once publish returns) and the temp name unlinked. A crash
+  between link and unlink leaves a temp name that ``gc_temp`` removes; the final file
+  is already whole. The Staged handle carries the temp file's inode, so a publish
+  repeated after a failure half-way (fsync error) recognises its own file at the final
+  name and completes instead of reporting a conflict.
 - where hard links are refused (EPERM, EXDEV, ENOTSUP: some FUSE or SMB mounts), the
   fallback is ``renameat2(..., RENAME_NOREPLACE)`` through libc (Linux >= 3.15, glibc >=
   2.28), the kernel's own atomic "rename unless the target exists". If that is also
@@ -50,6 +52,30 @@ def rename_noreplace(src: str, dst: str) -> None:
     if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), dst)
+
+
+def _place(temp: str, final: str) -> None:
+    """Give ``temp``'s inode the name ``final`` unless it exists (FileExistsError)."""
+    try:
+        os.link(temp, final)
+    except OSError as exc:
+        if exc.errno not in _NO_LINK:
+            raise
+        rename_noreplace(temp, final)
+
+
+def _split(handle: str) -> tuple[int, str]:
+    """(inode, temp path) of a Staged handle ``"<inode>:<temp path>"``."""
+    ino, _, rel = handle.partition(":")
+    return int(ino), rel
+
+
+def _holds(final: str, ino: int) -> bool:
+    """Whether ``final`` is the staged inode ``ino`` (our publish already happened)."""
+    try:
+        return os.stat(final).st_ino == ino
+    except FileNotFoundError:
+        return False
 
 
 def _fsync_dir(path: str) -> None:
@@ -124,6 +150,7 @@ class LocalStorage(Storage):
                 os.makedirs(os.path.dirname(full), exist_ok=True)
                 fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
+                ino = os.fstat(fd).st_ino
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
@@ -133,29 +160,31 @@ class LocalStorage(Storage):
         except OSError as exc:
             self._unlink_quietly(full)
             raise StorageError(f"cannot stage {len(data)} bytes in {self._tmp}: {exc}") from exc
-        return Staged(rel, len(data))
+        return Staged(f"{ino}:{rel}", len(data))
 
     def publish(self, staged: Staged, path: str) -> None:
-        temp, final = self._abs(staged.handle), self._abs(path)
+        ino, rel = _split(staged.handle)
+        temp, final = self._abs(rel), self._abs(path)
         try:
             self._makedirs_durable(os.path.dirname(final))
             try:
-                os.link(temp, final)
-                os.unlink(temp)
-            except FileExistsError:
-                raise PublishConflict(path) from None
-            except OSError as exc:
-                if exc.errno not in _NO_LINK:
+                _place(temp, final)
+            except (FileExistsError, FileNotFoundError):
+                # Exists: another owner won, or our own earlier attempt did (its fsync
+                # failed after the link, say). Missing temp: an earlier rename moved it.
+                if not _holds(final, ino):
+                    if os.path.exists(final):
+                        raise PublishConflict(path) from None
                     raise
-                try:
-                    rename_noreplace(temp, final)
-                except FileExistsError:
-                    raise PublishConflict(path) from None
             _fsync_dir(os.path.dirname(final))
         except PublishConflict:
             raise
         except OSError as exc:
             raise StorageError(f"cannot publish {path}: {exc}") from exc
+        try:
+            os.unlink(temp)  # the second name of the linked inode; gc_temp if this fails
+        except OSError:
+            pass
 
     def _makedirs_durable(self, directory: str) -> None:
         """Create ``directory`` and missing parents, fsyncing the parent of each new one."""
@@ -171,7 +200,7 @@ class LocalStorage(Storage):
         _fsync_dir(up)
 
     def discard(self, staged: Staged) -> None:
-        self._unlink_quietly(self._abs(staged.handle))
+        self._unlink_quietly(self._abs(_split(staged.handle)[1]))
 
     def delete(self, path: str) -> None:
         try:

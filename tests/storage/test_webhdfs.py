@@ -1,0 +1,157 @@
+"""WebHDFS backend under faults, HA and protocol details (against the test double)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from hdfs import InsecureClient
+
+from garmexport.errors import PublishConflict, StorageError
+from garmexport.storage.webhdfs import WebHdfsStorage
+from tests.webhdfs_server import WebHdfsServer
+
+PATH = "fs/day=2026-11-01/local+t+00000+00000000000000000042.parquet"
+
+
+def make(urls: list[str], sleeps: list[float] | None = None, attempts: int = 4) -> WebHdfsStorage:
+    record = sleeps if sleeps is not None else []
+    return WebHdfsStorage(urls, "/out", "inst-a", uri="webhdfs://test/out", user="garm",
+                          attempts=attempts, sleep=record.append, timeout_s=10)
+
+
+@pytest.fixture
+def server(webhdfs_server: WebHdfsServer) -> WebHdfsServer:
+    return webhdfs_server
+
+
+@pytest.fixture
+def storage(server: WebHdfsServer) -> Iterator[WebHdfsStorage]:
+    s = make([server.url])
+    yield s
+    s.close()
+
+
+def ops(server: WebHdfsServer, op: str) -> int:
+    return sum(1 for _, o, _ in server.faults.requests if o == op)
+
+
+def test_transient_503s_on_reads_are_retried_with_back_off(server: WebHdfsServer) -> None:
+    sleeps: list[float] = []
+    storage = make([server.url], sleeps)
+    storage.put_exclusive("d/f", b"x")
+    server.faults.fail_next(2, op="LISTSTATUS")
+    assert [e.name for e in storage.list("d")] == ["f"]
+    assert ops(server, "LISTSTATUS") == 3
+    assert len(sleeps) == 2 and sleeps[1] > sleeps[0] / 2  # exponential, jittered
+    storage.close()
+
+
+def test_dropped_connections_on_stage_are_retried_under_a_new_name(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    server.faults.drop_next(1, op="CREATE")
+    server.faults.fail_next(1, op="CREATE")
+    staged = storage.stage(b"payload")
+    storage.publish(staged, PATH)
+    assert storage.read(PATH) == b"payload"
+
+
+def test_exhausted_retries_raise_storage_error(server: WebHdfsServer) -> None:
+    storage = make([server.url], attempts=3)
+    server.faults.fail_next(3, op="GETFILESTATUS")
+    with pytest.raises(StorageError):
+        storage.exists("d/f")
+    assert ops(server, "GETFILESTATUS") == 3
+    storage.close()
+
+
+def test_rename_done_but_unanswered_is_settled_as_published(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    staged = storage.stage(b"mine")
+    server.faults.drop_next(1, op="RENAME", after=True)
+    storage.publish(staged, PATH)
+    assert storage.read(PATH) == b"mine"
+    assert ops(server, "RENAME") == 1  # never sent twice
+
+
+def test_rename_lost_before_reaching_the_server_keeps_the_staged_file(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    staged = storage.stage(b"mine")
+    server.faults.drop_next(1, op="RENAME")
+    with pytest.raises(StorageError) as info:
+        storage.publish(staged, PATH)
+    assert not isinstance(info.value, PublishConflict)
+    assert not storage.exists(PATH)
+    storage.publish(staged, PATH)  # the caller's retry succeeds
+    assert storage.read(PATH) == b"mine"
+
+
+def test_unanswered_rename_that_lost_to_another_owner_is_a_conflict(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    ours = storage.stage(b"ours")
+    storage.put_exclusive(PATH, b"theirs")
+    server.faults.fail_next(1, op="RENAME")
+    with pytest.raises(PublishConflict):
+        storage.publish(ours, PATH)
+    assert storage.read(PATH) == b"theirs"
+
+
+def test_a_standby_namenode_is_skipped(tmp_path) -> None:
+    standby, active = WebHdfsServer(str(tmp_path)).start(), WebHdfsServer(str(tmp_path)).start()
+    standby.faults.standby = True
+    storage = make([standby.url, active.url])
+    try:
+        storage.put_exclusive(PATH, b"ha")
+        assert storage.read(PATH) == b"ha"
+        assert ops(standby, "CREATE") >= 1
+    finally:
+        storage.close()
+        standby.stop()
+        active.stop()
+
+
+def test_an_unreachable_namenode_is_skipped(server: WebHdfsServer) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: refused
+        storage = make([dead, server.url])
+        storage.put_exclusive(PATH, b"ha")
+        assert storage.read(PATH) == b"ha"
+        storage.close()
+
+
+def test_all_namenodes_in_standby_is_a_storage_error(server: WebHdfsServer) -> None:
+    server.faults.standby = True
+    storage = make([server.url], attempts=2)
+    with pytest.raises(StorageError):
+        storage.list("")
+    storage.close()
+
+
+def test_remote_exceptions_become_storage_errors(storage: WebHdfsStorage) -> None:
+    storage.put_exclusive("blocker", b"a file where a directory should be")
+    staged = storage.stage(b"x")
+    with pytest.raises(StorageError, match="ParentNotDirectory"):
+        storage.publish(staged, "blocker/child")
+
+
+def test_the_double_accepts_chunked_uploads_and_appends(server: WebHdfsServer) -> None:
+    client = InsecureClient(server.url, user="garm")
+    client.write("/c/file", data=(part for part in [b"ab", b"cd", b"ef"]))  # chunked
+    client.write("/c/file", data=b"gh", append=True)
+    with client.read("/c/file", offset=2, length=3) as reader:
+        assert reader.read() == b"cde"
+    assert client.status("/c/file")["length"] == 8
+    client._session.close()
+
+
+def test_the_double_never_lets_rename_overwrite(server: WebHdfsServer) -> None:
+    client = InsecureClient(server.url, user="garm")
+    client.write("/a", data=b"a")
+    client.write("/b", data=b"b")
+    assert client._rename("/a", destination="/b").json() == {"boolean": False}
+    assert client._rename("/missing", destination="/c").json() == {"boolean": False}
+    with client.read("/b") as reader:
+        assert reader.read() == b"b"
+    client._session.close()
