@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import ptars
 import pyarrow as pa
@@ -87,32 +88,29 @@ def decode_batch(
     first) or BAD_BODY, never as exceptions.
     """
     stamps, headers, bodies = _split(values)
-    failures = _find_bad(HEADER, headers, Reason.BAD_HEADER)
-    failures += _find_bad(event_type.message, bodies, Reason.BAD_BODY)
-    failures = sorted(dict(reversed(failures)).items())  # one per index, header wins
+    by_index = dict(_find_bad(event_type.message, bodies, Reason.BAD_BODY))
+    by_index.update(_find_bad(HEADER, headers, Reason.BAD_HEADER))  # a bad header hides the body
+    failures = sorted(by_index.items(), key=lambda item: item[0])
     offsets = list(offsets)
     if failures:
-        bad = {i for i, _ in failures}
-        keep = [i for i in range(len(values)) if i not in bad]
+        keep = [i for i in range(len(values)) if i not in by_index]
         stamps, headers, bodies, offsets = (
             [seq[i] for i in keep] for seq in (stamps, headers, bodies, offsets)
         )
     try:
         header_batch = _handler(HEADER.DESCRIPTOR).list_to_record_batch(headers)
         body_batch = _handler(event_type.message.DESCRIPTOR).list_to_record_batch(bodies)
-    except BaseException as exc:  # ptars panics are BaseException; see _is_converter_bug
+    except BaseException as exc:  # a Rust panic surfaces as a BaseException
         if not _is_converter_bug(exc):
             raise
-        from garmexport import columns_reference  # same rows, slower; cycle-free when late
-
-        bad = {i for i, _ in failures}
-        good = [value for i, value in enumerate(values) if i not in bad]
-        return columns_reference.decode_batch(event_type, good, partition, offsets)[0], failures
+        good = [value for i, value in enumerate(values) if i not in by_index]
+        return _reference(event_type, good, partition, offsets), failures
     arrays = [_nulled(header_batch.column(f.name), f) for f in HEADER.DESCRIPTOR.fields]
     if event_type.flatten is not None:
         arrays += _flattened(body_batch.column("section"), event_type.flatten)
     else:
-        arrays += [_nulled(body_batch.column(f.name), f) for f in event_type.message.DESCRIPTOR.fields]
+        body_fields = event_type.message.DESCRIPTOR.fields
+        arrays += [_nulled(body_batch.column(f.name), f) for f in body_fields]
     arrays += [
         pa.array(stamps, pa.int64()),
         pa.repeat(pa.scalar(partition, pa.int32()), len(stamps)),
@@ -134,9 +132,8 @@ def _split(values: Sequence[bytes]) -> tuple[list[int], list[bytes], list[bytes]
 def _nulled(column: pa.Array, field: FieldDescriptor) -> pa.Array:
     """Apply the value rules to one ptars column (non-null on input)."""
     if field.is_repeated:
-        return pa.ListArray.from_arrays(
-            column.offsets, column.values, type=STRING_LIST, mask=pc.equal(pc.list_value_length(column), 0)
-        )
+        empty = pc.equal(pc.list_value_length(column), 0)
+        return pa.ListArray.from_arrays(column.offsets, column.values, STRING_LIST, mask=empty)
     if field.type == _F.TYPE_UINT64:
         column = column.cast(pa.int64(), safe=False)  # keep the 64 bits, see module docstring
     if field.type == _F.TYPE_ENUM:
@@ -172,8 +169,7 @@ def _flattened(sections: pa.ListArray, spec: SectionFlattening) -> list[pa.Array
         # Rows ascend; the last of each run of equal rows is the occurrence that wins.
         last = pa.concat_arrays([pc.not_equal(row[:-1], row[1:]), pa.array([True])])
         row, text = pc.filter(row, last), pc.filter(text, last)
-        present = pc.is_in(pa.array(range(rows), pa.int64()), value_set=row.cast(pa.int64()))
-        columns.append(pc.replace_with_mask(pa.nulls(rows, pa.int64()), present, _parse_int64(text)))
+        columns.append(pc.scatter(_parse_int64(text), row, max_index=rows - 1))  # others NULL
     return columns
 
 
@@ -189,12 +185,14 @@ def _parse_int64(texts: pa.Array) -> pa.Array:
     return pc.cast(pc.if_else(in_range, numbers, pa.scalar(None, _DEC)), pa.int64())
 
 
-def _find_bad(message: type[Message], payloads: list[bytes], reason: Reason) -> list[tuple[int, DecodeFailure]]:
+def _find_bad(
+    message: type[Message], payloads: list[bytes], reason: Reason
+) -> list[tuple[int, DecodeFailure]]:
     """Indexes of payloads upb cannot parse as ``message``, with upb's error text."""
     wrapper = _wrappers()[message.DESCRIPTOR.full_name]
-    parts: list[bytes] = []  # item head, payload, item head, payload, ...
-    for payload in payloads:
-        parts += (_prefix(len(payload)), payload)
+    parts: list[bytes] = [b""] * (2 * len(payloads))  # item head, payload, item head, ...
+    parts[0::2] = _prefixes(payloads)
+    parts[1::2] = payloads
     found: list[tuple[int, DecodeFailure]] = []
 
     def search(lo: int, hi: int) -> None:
@@ -222,10 +220,13 @@ def _prefix_table() -> tuple[bytes, ...]:
     return tuple(b"\x0a" + _VarintBytes(n) for n in range(1 << 14))
 
 
-def _prefix(size: int) -> bytes:
-    """Tag of field 1, length delimited, then the varint ``size``: one wrapper item head."""
+def _prefixes(payloads: list[bytes]) -> list[bytes]:
+    """Per payload, tag of field 1 (length delimited) and the varint length: an item head."""
     table = _prefix_table()
-    return table[size] if size < len(table) else b"\x0a" + _VarintBytes(size)
+    try:
+        return list(map(table.__getitem__, map(len, payloads)))  # loops in C
+    except IndexError:  # a payload of 16 KiB or more
+        return [b"\x0a" + _VarintBytes(len(p)) for p in payloads]
 
 
 @functools.cache
@@ -259,8 +260,17 @@ def _pool() -> ptars.HandlerPool:
     return ptars.HandlerPool(list(FILE_DESCRIPTORS), ptars.PtarsConfig(enum_repr="string"))
 
 
-def _handler(descriptor: Descriptor):  # noqa: ANN202 - ptars' handler type is not exported
+def _handler(descriptor: Descriptor) -> Any:  # ptars does not export its handler type
     return _pool().get_for_message(descriptor)
+
+
+def _reference(
+    event_type: EventType, values: list[bytes], partition: int, offsets: list[int]
+) -> pa.Table:
+    """Rows of upb-valid frames by the reference decoder: slower, same result."""
+    from garmexport import columns_reference  # imported late: it imports this module
+
+    return columns_reference.decode_batch(event_type, values, partition, offsets)[0]
 
 
 def _is_converter_bug(exc: BaseException) -> bool:

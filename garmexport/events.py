@@ -92,7 +92,9 @@ _TYPES = (
     EventType(3, "STATE_EVENT", None, fs_pb2.StateEvent),
     EventType(1000, "GC_EVENT", "gc", jvm_pb2.GCStatisticsData),
     EventType(1001, "JVMSTATS_EVENT", "jvmstats_heap_event", jvm_pb2.JVMStatisticsData, _HEAP),
-    EventType(2000, "CONTAINER_MONITORING_EVENT", "container", container_pb2.ContainerResourceEvent),
+    EventType(
+        2000, "CONTAINER_MONITORING_EVENT", "container", container_pb2.ContainerResourceEvent
+    ),
     EventType(3000, "SPARK_STAGE_EVENT", "spark_stage", spark_pb2.StageEvent),
     EventType(3001, "SPARK_STAGE_STATE_EVENT", "spark_stage_state", spark_pb2.StageStateEvent),
     EventType(3002, "SPARK_EXECUTOR_STATE_EVENT", "spark_executor", spark_pb2.ExecutorStateEvent),
@@ -104,7 +106,10 @@ _TYPES = (
         spark_pb2.ExecutorStorageStatus,
     ),
     EventType(
-        3005, "SPARK_RDD_STORAGE_STATUS_EVENT", "spark_rdd_storage_status", spark_pb2.RDDStorageStatus
+        3005,
+        "SPARK_RDD_STORAGE_STATUS_EVENT",
+        "spark_rdd_storage_status",
+        spark_pb2.RDDStorageStatus,
     ),
     EventType(4000, "APPLICATION_EVENT", "application_event", yarn_pb2.ApplicationEvent),
     EventType(4001, "CONTAINER_EVENT", "container_event", yarn_pb2.ContainerEvent),
@@ -113,7 +118,9 @@ _TYPES = (
     EventType(5002, "FLINK_TASK_MANAGER_EVENT", "flink_task_manager", flink_pb2.TaskManagerEvent),
     EventType(5003, "FLINK_TASK_EVENT", "flink_task", flink_pb2.TaskEvent),
     EventType(5004, "FLINK_OPERATOR_EVENT", "flink_operator", flink_pb2.OperatorEvent),
-    EventType(5005, "FLINK_KAFKA_CONSUMER_EVENT", "flink_kafka_consumer", flink_pb2.KafkaConsumerEvent),
+    EventType(
+        5005, "FLINK_KAFKA_CONSUMER_EVENT", "flink_kafka_consumer", flink_pb2.KafkaConsumerEvent
+    ),
 )
 
 #: marker -> type, for all 20 known markers.

@@ -193,7 +193,11 @@ def malformed_frames(draw: st.DrawFn) -> tuple[bytes | None, str]:
 
 def _mutated(payload: bytes) -> st.SearchStrategy[bytes]:
     edits = st.lists(
-        st.tuples(st.sampled_from(["set", "insert", "delete", "truncate"]), st.integers(0, 1 << 16), st.integers(0, 255)),
+        st.tuples(
+            st.sampled_from(["set", "insert", "delete", "truncate"]),
+            st.integers(0, 1 << 16),
+            st.integers(0, 255),
+        ),
         min_size=1,
         max_size=3,
     )
@@ -226,4 +230,5 @@ def mutated_frames(draw: st.DrawFn, event_type: EventType) -> bytes:
         header_bytes = draw(_mutated(header_bytes))
     elif target == "body":
         body_bytes = draw(_mutated(body_bytes))
-    return _head(event_type.marker, stamp, len(header_bytes), len(body_bytes)) + header_bytes + body_bytes
+    head = _head(event_type.marker, stamp, len(header_bytes), len(body_bytes))
+    return head + header_bytes + body_bytes

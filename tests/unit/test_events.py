@@ -30,7 +30,8 @@ WIRE_FORMAT = {
     5002: ("FLINK_TASK_MANAGER_EVENT", "garmexport.flink.TaskManagerEvent", "flink_task_manager"),
     5003: ("FLINK_TASK_EVENT", "garmexport.flink.TaskEvent", "flink_task"),
     5004: ("FLINK_OPERATOR_EVENT", "garmexport.flink.OperatorEvent", "flink_operator"),
-    5005: ("FLINK_KAFKA_CONSUMER_EVENT", "garmexport.flink.KafkaConsumerEvent", "flink_kafka_consumer"),
+    5005: ("FLINK_KAFKA_CONSUMER_EVENT", "garmexport.flink.KafkaConsumerEvent",
+           "flink_kafka_consumer"),
 }  # fmt: skip
 
 

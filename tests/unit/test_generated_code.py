@@ -13,7 +13,8 @@ PROTO, GENERATED = ROOT / "proto", ROOT / "garmexport" / "_pb"
 def test_generated_code_is_not_stale(tmp_path):
     protos = sorted(p.name for p in PROTO.glob("*.proto"))
     subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO}", f"--python_out={tmp_path}", *protos],
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO}", f"--python_out={tmp_path}"]
+        + protos,
         check=True,
         cwd=ROOT,
     )
@@ -22,4 +23,4 @@ def test_generated_code_is_not_stale(tmp_path):
     assert sorted(fresh) == sorted(p.replace(".proto", "_pb2.py") for p in protos)
     assert sorted(checked_in) == sorted(fresh), "generated files missing or left over"
     stale = [name for name in fresh if fresh[name] != checked_in[name]]
-    assert not stale, f"regenerate with: python -m grpc_tools.protoc -Iproto --python_out=garmexport/_pb proto/*.proto ({stale})"
+    assert not stale, f"{stale} are stale: run `tox -e proto` to regenerate garmexport/_pb"
