@@ -30,11 +30,13 @@ import json
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 PREFIX = "/webhdfs/v1"
+Reply = Callable[[], None]  # writes the answer of an operation that is already done
 _STATUS = {"FileNotFoundException": 404, "IllegalArgumentException": 400,
            "UnsupportedOperationException": 400}
 
@@ -212,21 +214,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply()
 
-    def _redirect(self, q: dict[str, str]) -> callable:
+    def _redirect(self, q: dict[str, str]) -> Reply:
         params = dict(q, datanode="true")
         loc = f"{self.server.url}{urlsplit(self.path).path}?{urlencode(params)}"  # still quoted
         return lambda: self._send(307, b"", {"Location": loc})
 
     # -- operations: each returns a thunk that writes the answer --------------------------
 
-    def _op_GET_GETFILESTATUS(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_GET_GETFILESTATUS(self, path: str, q: dict, body: bytes) -> Reply:
         full = self.server.local(path)
         if not os.path.exists(full):
             raise RemoteError("FileNotFoundException", f"File does not exist: {path}")
         st = _file_status(full, "")
         return lambda: self._json({"FileStatus": st})
 
-    def _op_GET_LISTSTATUS(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_GET_LISTSTATUS(self, path: str, q: dict, body: bytes) -> Reply:
         full = self.server.local(path)
         if not os.path.exists(full):
             raise RemoteError("FileNotFoundException", f"File {path} does not exist.")
@@ -241,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
             items = [_file_status(full, "")]
         return lambda: self._json({"FileStatuses": {"FileStatus": items}})
 
-    def _op_PUT_MKDIRS(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_PUT_MKDIRS(self, path: str, q: dict, body: bytes) -> Reply:
         with self.server.ns_lock:
             full = self.server.local(path)
             probe = full
@@ -252,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
             os.makedirs(full, exist_ok=True)
         return lambda: self._json({"boolean": True})
 
-    def _op_PUT_CREATE(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_PUT_CREATE(self, path: str, q: dict, body: bytes) -> Reply:
         if q.get("datanode") != "true":
             return self._redirect(q)
         overwrite = q.get("overwrite", "false").lower() == "true"
@@ -271,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
         loc = f"hdfs://127.0.0.1{quote(path)}"
         return lambda: self._send(201, b"", {"Location": loc})
 
-    def _op_POST_APPEND(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_POST_APPEND(self, path: str, q: dict, body: bytes) -> Reply:
         if q.get("datanode") != "true":
             return self._redirect(q)
         with self.server.ns_lock:
@@ -282,7 +284,7 @@ class _Handler(BaseHTTPRequestHandler):
                 f.write(body)
         return lambda: self._send(200)
 
-    def _op_GET_OPEN(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_GET_OPEN(self, path: str, q: dict, body: bytes) -> Reply:
         if q.get("datanode") != "true":
             return self._redirect(q)
         full = self.server.local(path)
@@ -298,7 +300,7 @@ class _Handler(BaseHTTPRequestHandler):
             data = f.read() if length in (None, "") else f.read(int(length))
         return lambda: self._send(200, data, ctype="application/octet-stream")
 
-    def _op_PUT_RENAME(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_PUT_RENAME(self, path: str, q: dict, body: bytes) -> Reply:
         dest = q.get("destination", "")
         if not dest.startswith("/"):
             raise RemoteError("IllegalArgumentException", f"Invalid destination {dest!r}")
@@ -312,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
                 os.rename(src, dst)  # the lock makes check-and-rename atomic here
         return lambda: self._json({"boolean": ok})
 
-    def _op_DELETE_DELETE(self, path: str, q: dict, body: bytes) -> callable:
+    def _op_DELETE_DELETE(self, path: str, q: dict, body: bytes) -> Reply:
         recursive = q.get("recursive", "false").lower() == "true"
         with self.server.ns_lock:
             full = self.server.local(path)
