@@ -1,0 +1,7 @@
+"""``python -m garmexport``: the same as the ``garmexport`` command."""
+
+from __future__ import annotations
+
+from garmexport.cli import main
+
+raise SystemExit(main())
