@@ -1,0 +1,46 @@
+"""Shared fixtures: the real broker, and tier markers taken from the test's directory.
+
+``broker`` is one tansu process per test session (tests isolate themselves by topic:
+``broker.new_topic()``); ``own_broker`` is a fresh process for one test, for tests that
+stop or restart the broker. Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
+``pytest -m "not spark"`` selects by what a test needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.broker import Broker, start_broker
+
+_TIERS = ("unit", "pipeline", "integration", "spark", "bench")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).parts
+        for tier in _TIERS:
+            if tier in parts[-3:-1]:
+                item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """The session's tansu broker; create a topic per test with ``broker.new_topic()``."""
+    running = start_broker(tmp_path_factory.mktemp("broker"))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[Broker]:
+    """A tansu broker for this test alone (it may stop or kill it)."""
+    running = start_broker(tmp_path / "broker")
+    try:
+        yield running
+    finally:
+        running.stop()
