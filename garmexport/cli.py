@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module ``garmexport.cli_<name>``, imported only when that
 subcommand runs (``garmexport --help`` and ``garmexport produce`` do not import pyspark or
-thespian). A subcommand module provides::
+thespian). A subcommand module provides (``compact``: ``run_compact`` in
+``garmexport.compaction.cli_compact``)::
 
     def add_arguments(parser: argparse.ArgumentParser) -> None   # optional
     def main(args: argparse.Namespace, config: Config) -> int     # the exit status
@@ -23,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
-from garmexport import __version__
-from garmexport.config import Config, LogConfig, load_config
+from garmexport import __version__, logs
+from garmexport.config import load_config
 from garmexport.config_load import CONFIG_PATH_ENV
 from garmexport.errors import ConfigError, GarmexportError
 
@@ -63,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Print the configuration after the file and GARMEXPORT_* variables are\n"
                "applied, as TOML, with secrets masked."),
 }
+#: name -> (module, function) for commands that do not follow ``garmexport.cli_<name>.main``
+_ENTRY_POINTS: dict[str, tuple[str, str]] = {
+    "compact": ("garmexport.compaction.cli_compact", "run_compact"),
+}
 _NOT_AVAILABLE = 2
 EXIT_CODES = """exit codes:
   0    success
@@ -93,30 +97,17 @@ def build_parser(load_command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _command_module(name: str):  # -> ModuleType; raises ModuleNotFoundError if not written
-    return importlib.import_module(f"garmexport.cli_{name}")
+    module, _ = _ENTRY_POINTS.get(name, (f"garmexport.cli_{name}", "main"))
+    return importlib.import_module(module)
+
+
+def _entry(name: str):  # -> the subcommand's main(args, config) -> int
+    _, function = _ENTRY_POINTS.get(name, ("", "main"))
+    return getattr(_command_module(name), function)
 
 
 def _requested_command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
-
-
-def setup_logging(log: LogConfig) -> None:
-    """Root logging to stderr as configured: plain text or one JSON object per line."""
-    handler = logging.StreamHandler()
-    if log.format == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=log.level, handlers=[handler], force=True)
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        line = {"time": self.formatTime(record), "level": record.levelname,
-                "logger": record.name, "message": record.getMessage()}
-        if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(command if command in COMMANDS else None)
     except ModuleNotFoundError as missing:
-        if missing.name != f"garmexport.cli_{command}":
+        if missing.name != _ENTRY_POINTS.get(command, (f"garmexport.cli_{command}",))[0]:
             raise
         print(f"garmexport {command}: not implemented yet", file=sys.stderr)
         return _NOT_AVAILABLE
@@ -136,12 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"garmexport: configuration error: {e}", file=sys.stderr)
         return 2
-    setup_logging(config.log)
+    logs.configure(config.log.format, config.log.level)
     if args.command == "config":
         print(config.describe(), end="")
         return 0
     try:
-        return int(_command_module(args.command).main(args, config))
+        return int(_entry(args.command)(args, config))
     except KeyboardInterrupt:
         return 130
     except ConfigError as e:
