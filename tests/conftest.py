@@ -15,7 +15,7 @@ import pytest
 
 from tests.broker import Broker, start_broker
 
-_TIERS = ("unit", "pipeline", "integration", "spark", "bench")
+_TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
