@@ -1,0 +1,98 @@
+"""The Kafka consumer, subscribed once, with the rebalance callbacks wired to the reader.
+
+The group's offsets in Kafka are never used to resume (the output is the only state);
+garmexport sets ``enable.auto.commit=false`` and seeks every assigned partition to the
+position its markers give. With an eager assignor the callbacks see whole assignments;
+with a cooperative one they see increments, and the matching incremental calls are used.
+
+"End of data" and lag use the high watermark that comes with fetched data
+(``get_watermark_offsets(cached=True)``): a queried watermark is wrong on some brokers
+(see the README) and costs a round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, TopicPartition
+
+from garmexport.config import Config
+from garmexport.errors import BrokerError
+
+
+class KafkaSource:
+    def __init__(
+        self,
+        config: Config,
+        on_assign: Callable[[list[int]], Mapping[int, int | None]],
+        on_revoke: Callable[[list[int], bool], None],
+    ) -> None:
+        settings = config.consumer_settings()
+        settings["enable.auto.commit"] = False  # the output is the only state
+        self.topic = config.source.topic
+        self._start = OFFSET_BEGINNING if config.source.start == "earliest" else OFFSET_END
+        self._cooperative = "cooperative" in str(settings.get("partition.assignment.strategy", ""))
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self.consumer = Consumer(settings)
+        self.consumer.subscribe([self.topic], on_assign=self._assigned,
+                                on_revoke=self._revoked, on_lost=self._lost)
+
+    def _assigned(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        seeks = self._on_assign([tp.partition for tp in tps])
+        positioned = [
+            TopicPartition(self.topic, p, self._start if off is None else off)
+            for p, off in sorted(seeks.items())
+        ]
+        if self._cooperative:
+            consumer.incremental_assign(positioned)
+        else:
+            consumer.assign(positioned)
+
+    def _revoked(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        self._on_revoke([tp.partition for tp in tps], False)
+        if self._cooperative:
+            consumer.incremental_unassign(tps)
+        else:
+            consumer.unassign()
+
+    def _lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        self._on_revoke([tp.partition for tp in tps], True)
+        if self._cooperative:
+            consumer.incremental_unassign(tps)
+        else:
+            consumer.unassign()
+
+    def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
+        """One batch of records grouped by partition, in offset order within each."""
+        by_partition: dict[int, list] = {}
+        for msg in self.consumer.consume(max_records, timeout_s):
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if err.fatal():
+                    raise BrokerError(f"fatal Kafka error: {err}")
+                continue  # librdkafka retries transient errors by itself
+            by_partition.setdefault(msg.partition(), []).append(msg)
+        return by_partition
+
+    def seek(self, partition: int, offset: int) -> None:
+        self.consumer.seek(TopicPartition(self.topic, partition, offset))
+
+    def pause(self, partitions: list[int]) -> None:
+        self.consumer.pause([TopicPartition(self.topic, p) for p in partitions])
+
+    def resume(self, partitions: list[int]) -> None:
+        self.consumer.resume([TopicPartition(self.topic, p) for p in partitions])
+
+    def high_watermark(self, partition: int) -> int | None:
+        """The high watermark that came with the last fetch, or None before any fetch."""
+        try:
+            _, high = self.consumer.get_watermark_offsets(
+                TopicPartition(self.topic, partition), cached=True)
+        except Exception:  # noqa: BLE001 - no cached value yet is not an error
+            return None
+        return high if high >= 0 else None
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,149 @@
+"""Every message the actors exchange: frozen dataclasses with primitive fields.
+
+They must pickle, so that the same code runs under thespian's in-process base and its
+multi-process bases. A batch of records is one message; no message carries one event.
+Errors travel as traceback text, never as exception objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from garmexport.config import Config
+
+
+# external caller <-> exporter (top actor)
+@dataclass(frozen=True)
+class StartExport:
+    config: Config
+    instance: str
+
+
+@dataclass(frozen=True)
+class StopExport:
+    """Commit what is open and stop; ``reason`` goes to the log."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExportStopped:
+    exit_code: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Something unexpected happened in ``where``: the exporter stops, exit non-zero."""
+
+    where: str
+    traceback: str
+
+
+# exporter -> reader
+@dataclass(frozen=True)
+class StartReader:
+    config: Config
+    instance: str
+    exporter: object  # the top actor's address
+
+
+# reader -> writer
+@dataclass(frozen=True)
+class StartWriter:
+    config: Config
+    instance: str
+    origin: str
+    partition: int
+    exporter: object
+
+
+@dataclass(frozen=True)
+class ResetWriter:
+    """(Re)start the writer at a resume state; batches of older epochs are ignored."""
+
+    epoch: int
+    low: int
+    last: tuple[tuple[str, str, int], ...]  # (kind, day, last published offset)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One poll's records of one origin in one partition, in offset order."""
+
+    epoch: int
+    upto: int  # every record of the partition up to here had been routed when this left
+    offsets: tuple[int, ...]
+    values: tuple[bytes | None, ...]
+    kafka_ts: tuple[int, ...]
+    days: tuple[int, ...]  # epoch day of the chain each record belongs to
+    bad: tuple[tuple[int, str, str, bytes | None], ...]  # (index, reason, detail, key)
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Timer: flush files past their age, retry a failed publish when its back-off is over."""
+
+    epoch: int
+
+
+@dataclass(frozen=True)
+class FlushOpen:
+    """Publish open files: ``count`` oldest ones, or all when ``count`` is 0."""
+
+    epoch: int
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class DropOpen:
+    """Forget every open file (partition revoked or fenced); nothing is published."""
+
+    epoch: int
+
+
+# writer -> reader
+@dataclass(frozen=True)
+class Published:
+    kind: str
+    day: str
+    first_offset: int
+    last_offset: int
+    rows: int
+    nbytes: int
+    path: str
+    intent: str
+    seconds: float
+    last_event_ms: int
+
+
+@dataclass(frozen=True)
+class WriterReport:
+    """Sent after every message a writer handles, so the reader can move W."""
+
+    origin: str
+    partition: int
+    epoch: int
+    handled: int  # batches handled by this message (0 or 1)
+    upto: int
+    open_first: int | None
+    published: tuple[Published, ...]
+    buffered_bytes: int
+    open_files: int
+    oldest_open_s: float | None  # monotonic time the oldest open file was opened
+    store_failing: bool
+    fenced_path: str | None
+    rows_in: int
+    quarantined: tuple[tuple[str, int], ...]  # (reason, count) found while decoding
+    skipped: int
+
+
+# exporter <-> reader, shutdown
+@dataclass(frozen=True)
+class StopReader:
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReaderStopped:
+    reason: str

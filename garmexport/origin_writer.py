@@ -1,0 +1,213 @@
+"""The writer of one origin in one partition: decode, skip, buffer per chain, publish.
+
+The writer actor is a thin shell around this class. Per batch: decode the frames of the
+origin's type in one go (native decoder), send records that fail to decode or were routed
+as bad to the quarantine chain of the Kafka day, drop what the resume state says is
+already published, and append the rest to the open file of its (kind, day) chain. Files
+that reach a limit are published through :mod:`garmexport.publisher`.
+
+Storage failures do not lose or reorder anything: a file whose publish failed stays open
+(so W stays below it) and is retried after a back-off; the report tells the reader to
+pause its partitions meanwhile. When the attempts run out, StorageError escapes and the
+process exits non-zero. A publish conflict means another owner committed first: the
+writer forgets everything open and reports the fence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from garmexport import columns
+from garmexport.config import Config
+from garmexport.errors import PublishConflict, StorageError
+from garmexport.events import by_output
+from garmexport.flush import FlushLimits, next_backoff_s
+from garmexport.messages import Batch, Published, WriterReport
+from garmexport.naming import DATA, FRAME_ORIGIN, QUARANTINE, FileName, IntentName, day_name
+from garmexport.open_files import OpenFiles
+from garmexport.parquet_io import FileFacts, to_parquet_bytes
+from garmexport.publisher import publish_file
+from garmexport.quarantine import quarantine_table
+from garmexport.resume import OriginState
+from garmexport.storage.base import Storage
+
+
+class OriginWriter:
+    def __init__(
+        self, config: Config, storage: Storage, origin: str, partition: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cfg = config
+        self._storage = storage
+        self._origin = origin
+        self._partition = partition
+        self._clock = clock
+        self._type = None if origin == FRAME_ORIGIN else by_output(origin)
+        w = config.writer
+        self._limits = FlushLimits(w.max_file_rows, w.max_file_bytes, w.max_file_age_s)
+        self.epoch = -1
+        self._files = OpenFiles(OriginState(-1, {}))
+        self._upto = -1
+        self._failures = 0
+        self._retry_at = 0.0
+        self._day_names: dict[int, str] = {}
+        self._reset_counts()
+
+    def _reset_counts(self) -> None:
+        self._published: list[Published] = []
+        self._rows_in = 0
+        self._skipped = 0
+        self._quarantined: dict[str, int] = {}
+        self._fenced: str | None = None
+        self._handled = 0
+
+    def reset(self, epoch: int, state: OriginState, upto: int) -> None:
+        self.epoch = epoch
+        self._files = OpenFiles(state)
+        self._upto = upto
+        self._failures = 0
+
+    # --- handling -------------------------------------------------------------------
+    def handle_batch(self, batch: Batch) -> WriterReport:
+        self._handled = 1
+        now = self._clock()
+        n = len(batch.offsets)
+        self._rows_in += n
+        bad = {i: (reason, detail, key) for i, reason, detail, key in batch.bad}
+        good = [i for i in range(n) if i not in bad] if bad else None
+        if self._type is not None and (good is None or good):
+            values = batch.values if good is None else [batch.values[i] for i in good]
+            offsets = batch.offsets if good is None else [batch.offsets[i] for i in good]
+            table, failures = columns.decode_batch(self._type, values, self._partition, offsets)
+            kept = list(range(n)) if good is None else good
+            if failures:
+                failed = {kept[j] for j, _ in failures}
+                for j, failure in failures:
+                    bad[kept[j]] = (failure.reason.value, failure.detail, None)
+                kept = [i for i in kept if i not in failed]
+            days = batch.days if len(kept) == n else [batch.days[i] for i in kept]
+            self._add_data(table, days, now)
+        if bad:
+            self._add_quarantine(batch, sorted(bad.items()), now)
+        self._upto = max(self._upto, batch.upto)
+        self.flush_due(now)
+        return self.report()
+
+    def _day(self, epoch_day: int) -> str:
+        name = self._day_names.get(epoch_day)
+        if name is None:
+            name = self._day_names[epoch_day] = day_name(epoch_day)
+        return name
+
+    def _add_data(self, table: pa.Table, days: list[int] | tuple[int, ...], now: float) -> None:
+        if table.num_rows == 0:
+            return
+        distinct = sorted(set(days))
+        day_array = pa.array(days, pa.int32()) if len(distinct) > 1 else None
+        offsets = table.column("kafka_offset")
+        for d in distinct:
+            day = self._day(d)
+            part = table if day_array is None else table.filter(pc.equal(day_array, d))
+            bound = self._files.skip_bound(DATA, day)
+            if part.num_rows and part.column("kafka_offset")[0].as_py() <= bound:
+                before = part.num_rows
+                part = part.filter(pc.greater(part.column("kafka_offset"), bound))
+                self._skipped += before - part.num_rows
+            if part.num_rows:
+                offs = part.column("kafka_offset")
+                self._files.add(DATA, day, part, offs[0].as_py(), offs[-1].as_py(),
+                                part.num_rows, part.nbytes, now)
+        del offsets
+
+    def _add_quarantine(self, batch: Batch, bad: list, now: float) -> None:
+        by_day: dict[str, list] = {}
+        for i, (reason, detail, key) in bad:
+            self._quarantined[reason] = self._quarantined.get(reason, 0) + 1
+            kday = self._day(max(batch.kafka_ts[i], 0) // 86_400_000)
+            if batch.offsets[i] <= self._files.skip_bound(QUARANTINE, kday):
+                self._skipped += 1
+                continue
+            by_day.setdefault(kday, []).append((i, reason, detail, key))
+        for day, rows in by_day.items():
+            idx = [r[0] for r in rows]
+            table = quarantine_table(
+                self._cfg.source.topic, self._partition, self._origin,
+                [batch.offsets[i] for i in idx], [batch.kafka_ts[i] for i in idx],
+                [r[3] for r in rows], [batch.values[i] for i in idx],
+                [r[1] for r in rows], [r[2] for r in rows],
+            )
+            self._files.add(QUARANTINE, day, table, batch.offsets[idx[0]], batch.offsets[idx[-1]],
+                            len(idx), table.nbytes, now)
+
+    # --- flushing ---------------------------------------------------------------------
+    def flush_due(self, now: float) -> None:
+        self._publish(self._files.due(self._limits, now), now)
+
+    def flush(self, count: int = 0) -> WriterReport:
+        keys = self._files.keys()
+        self._publish(keys if count <= 0 else keys[:count], self._clock(), force=True)
+        return self.report()
+
+    def tick(self) -> WriterReport:
+        self.flush_due(self._clock())
+        return self.report()
+
+    def drop(self) -> int:
+        return self._files.drop_all()
+
+    def _publish(self, keys: list, now: float, force: bool = False) -> None:
+        if not keys or (self._failures and now < self._retry_at and not force):
+            return
+        for key in keys:
+            f = self._files.get(key)
+            started = time.monotonic()
+            try:
+                path, nbytes = self._publish_one(f)
+            except PublishConflict as conflict:
+                self._fenced = conflict.path
+                self._files.drop_all()
+                return
+            except StorageError:
+                self._failures += 1
+                s = self._cfg.storage
+                if self._failures >= s.retry_attempts:
+                    raise
+                self._retry_at = now + next_backoff_s(self._failures, s.retry_initial_s, s.retry_max_s)
+                return
+            self._failures = 0
+            self._files.published(key)
+            last_ms = pc.max(pa.concat_tables(f.pieces).column("timestamp")).as_py() if f.kind == DATA else 0
+            self._published.append(Published(
+                f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path,
+                IntentName(self._origin, f.kind, f.day, f.first_offset).format(),
+                time.monotonic() - started, last_ms or 0,
+            ))
+
+    def _publish_one(self, f) -> tuple[str, int]:  # noqa: ANN001 - OpenFile
+        src = self._cfg.source
+        name = FileName(src.cluster, src.topic, self._partition, f.first_offset,
+                        self._origin if f.kind == QUARANTINE else None)
+        facts = FileFacts(src.cluster, src.topic, self._partition, f.first_offset, f.last_offset, f.rows)
+        data = to_parquet_bytes(f.pieces, facts, self._cfg.output.compression)
+        intent = IntentName(self._origin, f.kind, f.day, f.first_offset)
+        return publish_file(self._storage, name, intent, data), len(data)
+
+    # --- reporting --------------------------------------------------------------------
+    def report(self) -> WriterReport:
+        infos = self._files.infos()
+        report = WriterReport(
+            origin=self._origin, partition=self._partition, epoch=self.epoch,
+            handled=self._handled, upto=self._upto, open_first=self._files.open_first(),
+            published=tuple(self._published), buffered_bytes=self._files.buffered_bytes,
+            open_files=len(infos),
+            oldest_open_s=min((i.opened_at_s for i in infos), default=None),
+            store_failing=self._failures > 0, fenced_path=self._fenced,
+            rows_in=self._rows_in, quarantined=tuple(sorted(self._quarantined.items())),
+            skipped=self._skipped,
+        )
+        self._reset_counts()
+        return report

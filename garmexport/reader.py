@@ -1,0 +1,302 @@
+"""The partition reader's logic: assignment, routing, writer reports, markers.
+
+The reader actor is a thin shell around :class:`Reader`; Kafka is behind a small port
+(seek, pause, resume) and writers behind a ``send`` callable, so this class runs without a
+broker or an actor system. Per assigned partition it keeps a ledger (W per origin), the
+markers and intents it knows on the store, and an *epoch*: a resync or a new assignment
+starts a new epoch, and reports or batches of an older one are ignored.
+
+- assignment: read the committed state (``recovery``), seek to min(W) + 1, reset writers;
+- a poll: route each partition's records, one batch per origin, then move "routed up to";
+- a writer report: move W; a fence (publish conflict) drops the partition's writers and
+  re-reads the state; a store failure pauses every partition until writers recover;
+- the timer: age flushes, the memory budget, markers and their garbage collection.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from garmexport.config import Config
+from garmexport.errors import StorageError
+from garmexport.ledger import PartitionLedger
+from garmexport.logs import log_event
+from garmexport.marker_keeper import MarkerKeeper
+from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
+from garmexport.metrics import Metrics
+from garmexport.naming import FRAME_ORIGIN, IntentName, MarkerName, partition_dir
+from garmexport.publisher import write_marker
+from garmexport.recovery import read_partition_state
+from garmexport.resume import Chain
+from garmexport.router import ORIGINS, Window, route
+from garmexport.storage.base import Storage
+
+log = logging.getLogger("garmexport.reader")
+_KIND_LABEL = {"d": "data", "q": "quarantine"}
+
+
+class KafkaPort(Protocol):
+    def seek(self, partition: int, offset: int) -> None: ...
+    def pause(self, partitions: list[int]) -> None: ...
+    def resume(self, partitions: list[int]) -> None: ...
+
+
+@dataclass
+class _WriterView:
+    buffered_bytes: int = 0
+    open_files: int = 0
+    oldest_open_s: float | None = None
+    store_failing: bool = False
+    flush_requested: bool = False
+
+
+@dataclass
+class _Assigned:
+    epoch: int
+    ledger: PartitionLedger
+    lows: dict[str, int]
+    keeper: MarkerKeeper
+    writers: dict[str, _WriterView] = field(default_factory=dict)
+    reset_sent: set[str] = field(default_factory=set)
+    state_last: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
+
+
+class Reader:
+    def __init__(
+        self, config: Config, instance: str, storage: Storage, metrics: Metrics,
+        send: Callable[[str, int, object], None], kafka: KafkaPort,
+        clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
+        self._send, self._kafka, self._clock, self._wall_ms = send, kafka, clock, wall_ms
+        p = config.protocol
+        self.window = Window(int(p.event_time_past_days * 86_400_000), int(p.event_time_future_s * 1000),
+                             clamp=p.out_of_window == "clamp")
+        self.assigned: dict[int, _Assigned] = {}
+        self._epoch = 0
+        self._marker_counter = 0
+        self.paused = False
+        self.store_ok = True
+
+    # --- assignment -----------------------------------------------------------------
+    def assign(self, partitions: Iterable[int]) -> dict[int, int | None]:
+        """Recover each partition's state; return the seek offset (None: configured start)."""
+        seeks: dict[int, int | None] = {}
+        for p in partitions:
+            started = time.monotonic()
+            seeks[p] = self._start(p)
+            self.metrics.recovered("assign", time.monotonic() - started)
+            self.metrics.assign_partition(self.cfg.source.topic, p)
+        self.metrics.rebalance("assign")
+        self._update_partition_gauges()
+        log_event(log, "assigned", partitions=sorted(seeks), seeks=seeks)
+        return seeks
+
+    def _start(self, p: int) -> int | None:
+        src = self.cfg.source
+        rec = read_partition_state(self.storage, src.cluster, src.topic, p)
+        seek = rec.state.seek()
+        self._epoch += 1
+        ledger = PartitionLedger.start(rec.state, ORIGINS, -1 if seek is None else seek)
+        keeper = MarkerKeeper(1.0, self.cfg.protocol.heartbeat_interval_s,
+                              markers=dict(rec.markers), intents=set(rec.intents))
+        lows = {o: rec.state.low_of(o) for o in ORIGINS}
+        a = _Assigned(self._epoch, ledger, lows, keeper)
+        for origin in ORIGINS:
+            a.state_last[origin] = tuple(
+                (c.kind, c.day, off) for c, off in rec.state.last.items() if c.origin == origin)
+        old = self.assigned.pop(p, None)
+        if old is not None:
+            for origin in old.reset_sent:
+                self._send(origin, p, DropOpen(old.epoch))
+        self.assigned[p] = a
+        return seek
+
+    def revoke(self, partitions: Iterable[int], lost: bool = False) -> None:
+        """Forget partitions; their writers drop what is open (fencing covers stragglers)."""
+        for p in partitions:
+            a = self.assigned.pop(p, None)
+            if a is None:
+                continue
+            for origin in a.reset_sent:
+                self._send(origin, p, DropOpen(a.epoch))
+            self.metrics.forget_partition(self.cfg.source.topic, p)
+        self.metrics.rebalance("lost" if lost else "revoke")
+        self._update_partition_gauges()
+        log_event(log, "lost" if lost else "revoked", partitions=sorted(partitions))
+
+    def _writer(self, a: _Assigned, origin: str, p: int) -> None:
+        if origin not in a.reset_sent:
+            a.reset_sent.add(origin)
+            a.writers[origin] = _WriterView()
+            self._send(origin, p, ResetWriter(a.epoch, a.lows.get(origin, -1), a.state_last.get(origin, ())))
+
+    # --- polling --------------------------------------------------------------------
+    def records(self, partition: int, records: list[object]) -> None:
+        """Route one poll's records of one partition (offset order) to the writers."""
+        a = self.assigned.get(partition)
+        if a is None or not records:
+            return
+        routed = route(records, a.lows, self.window)
+        upto = routed.last_offset
+        if a.ledger.processed < 0 and not a.keeper.markers:
+            # first run of this partition: W of every origin starts just below the first record
+            first = records[0].offset()  # type: ignore[attr-defined]
+            a.ledger.routed_upto(first - 1)
+        for origin, b in routed.batches.items():
+            self._writer(a, origin, partition)
+            a.ledger.sent(origin)
+            self._send(origin, partition, Batch(
+                a.epoch, upto, tuple(b.offsets), tuple(b.values), tuple(b.kafka_ts),
+                tuple(b.days), tuple(b.bad)))
+        a.ledger.routed_upto(upto)
+        m, topic = self.metrics, self.cfg.source.topic
+        m.consumed(topic, partition, routed.records)
+        if routed.not_exported:
+            m.not_exported(-1, routed.not_exported)
+        if routed.skipped_committed:
+            m.already_committed("", partition, routed.skipped_committed)
+        for reason, n in routed.quarantined.items():
+            m.quarantined(FRAME_ORIGIN if reason != "timestamp_out_of_window" else "", reason, n)
+
+    # --- reports --------------------------------------------------------------------
+    def report(self, r: WriterReport) -> None:
+        a = self.assigned.get(r.partition)
+        if a is None or r.epoch != a.epoch:
+            return
+        if r.fenced_path is not None:
+            self.metrics.fencing_conflict(r.partition)
+            log_event(log, "fenced", partition=r.partition, origin=r.origin, path=r.fenced_path)
+            self.resync(r.partition)
+            return
+        a.ledger.reported(
+            r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
+            published=[(Chain(r.origin, f.kind, f.day), f.last_offset) for f in r.published],
+        )
+        for f in r.published:
+            a.keeper.published(IntentName.parse(f.intent))  # type: ignore[arg-type]
+            self.metrics.published(r.origin, _KIND_LABEL[f.kind], f.rows, f.nbytes, f.seconds)
+            if f.kind == "d":
+                self.metrics.exported(r.origin, f.rows)
+                self.metrics.committed(r.origin, r.partition, f.last_offset, f.last_event_ms / 1000.0)
+        for reason, n in r.quarantined:
+            self.metrics.quarantined(r.origin, reason, n)
+        if r.skipped:
+            self.metrics.already_committed(r.origin, r.partition, r.skipped)
+        w = a.writers.setdefault(r.origin, _WriterView())
+        w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
+        w.flush_requested = False
+        self._enforce_budget()
+        if w.store_failing != r.store_failing:
+            w.store_failing = r.store_failing
+            if r.store_failing:
+                self.metrics.storage_failure("publish")
+                log_event(log, "publish_failed", partition=r.partition, origin=r.origin)
+        self._update_pause()
+
+    def resync(self, p: int) -> None:
+        """After a fence: drop the partition's writers, re-read its state, seek again."""
+        if p not in self.assigned:
+            return
+        seek = self._start(p)
+        self.metrics.recovered("fence", 0.0)
+        if seek is not None:
+            self._kafka.seek(p, seek)
+        log_event(log, "resynced", partition=p, seek=seek)
+
+    # --- timer ----------------------------------------------------------------------
+    def tick(self, final: bool = False) -> None:
+        now = self._clock()
+        for p, a in self.assigned.items():
+            for origin in a.reset_sent:
+                self._send(origin, p, Tick(a.epoch))
+        self._enforce_budget()
+        self.write_markers(now, force=final)
+        self._update_gauges(now)
+
+    def flush_all(self) -> None:
+        for p, a in self.assigned.items():
+            for origin in a.reset_sent:
+                self._send(origin, p, FlushOpen(a.epoch, 0))
+
+    def settled(self) -> bool:
+        """No batch in flight and no open file anywhere: safe to write final markers."""
+        return all(not a.ledger.open_writers() for a in self.assigned.values())
+
+    def _enforce_budget(self) -> None:
+        """Over the open-file or buffered-byte budget: flush whole writers, oldest first."""
+        w = self.cfg.writer
+        views = [(v.oldest_open_s, p, o, v) for p, a in self.assigned.items()
+                 for o, v in a.writers.items() if v.open_files]
+        files = sum(v.open_files for *_, v in views if not v.flush_requested)
+        nbytes = sum(v.buffered_bytes for *_, v in views if not v.flush_requested)
+        for _, p, origin, v in sorted(views, key=lambda t: t[0]):
+            if files <= w.max_open_files and nbytes <= w.max_buffered_bytes:
+                return
+            if v.flush_requested:
+                continue
+            v.flush_requested = True
+            files -= v.open_files
+            nbytes -= v.buffered_bytes
+            self._send(origin, p, FlushOpen(self.assigned[p].epoch, 0))
+
+    def write_markers(self, now: float, force: bool = False) -> None:
+        src = self.cfg.source
+        for p, a in self.assigned.items():
+            if not a.keeper.due(a.ledger, now, force):
+                continue
+            heartbeat = not a.keeper.published_since
+            marker = a.ledger.marker(self._wall_ms())
+            self._marker_counter += 1
+            name = MarkerName(self.instance, self._marker_counter)
+            try:
+                write_marker(self.storage, src.cluster, src.topic, name, marker)
+            except StorageError as exc:
+                self.metrics.storage_failure("marker")
+                log_event(log, "marker_failed", partition=p, error=str(exc))
+                continue
+            a.ledger.written(marker)
+            self.metrics.marker_written(p, heartbeat)
+            for origin, w in marker.low.items():
+                self.metrics.set_watermark(origin, p, w)
+            old, covered = a.keeper.written(name, marker, now)
+            pdir = partition_dir(src.cluster, src.topic, p)
+            try:
+                for n in old:
+                    self.storage.delete(f"{pdir}/{n.format()}")
+                for i in covered:
+                    self.storage.delete(f"{pdir}/{i.format()}")
+            except StorageError:
+                continue  # garbage stays until the next marker; harmless
+            a.keeper.deleted(old, covered)
+
+    def seek_positions(self) -> Mapping[int, int]:
+        return {p: a.ledger.seek_position() for p, a in self.assigned.items()}
+
+    def _update_pause(self) -> None:
+        failing = any(v.store_failing for a in self.assigned.values() for v in a.writers.values())
+        if failing and not self.paused:
+            self._kafka.pause(sorted(self.assigned))
+            self.paused = True
+            log_event(log, "paused", partitions=sorted(self.assigned), reason="store failing")
+        elif not failing and self.paused:
+            self._kafka.resume(sorted(self.assigned))
+            self.paused = False
+            log_event(log, "resumed", partitions=sorted(self.assigned))
+        self.store_ok = not failing
+        self._update_partition_gauges()
+
+    def _update_partition_gauges(self) -> None:
+        n = len(self.assigned)
+        self.metrics.set_partitions(n, n if self.paused else 0)
+
+    def _update_gauges(self, now: float) -> None:
+        views = [v for a in self.assigned.values() for v in a.writers.values()]
+        oldest = min((v.oldest_open_s for v in views if v.oldest_open_s is not None), default=None)
+        self.metrics.set_writers(
+            sum(1 for v in views if v.open_files), sum(v.open_files for v in views),
+            sum(v.buffered_bytes for v in views), 0.0 if oldest is None else now - oldest)

@@ -1,0 +1,161 @@
+"""The partition reader actor: owns the consumer, polls on a wakeup loop, feeds writers.
+
+A thin shell around :class:`garmexport.reader.Reader`. Polls run from ``wakeupAfter``
+(thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
+a second timer drives age flushes, markers, heartbeats, metrics and liveness. It also
+serves ``/metrics`` and the health endpoints, since the metrics live in its process.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from prometheus_client import CollectorRegistry
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
+
+from garmexport import stop_signal
+from garmexport.actor_support import escalating, storage_for
+from garmexport.health import Health, serve
+from garmexport.kafka_source import KafkaSource
+from garmexport.logs import log_event
+from garmexport.messages import ReaderStopped, StartReader, StartWriter, StopReader, WriterReport
+from garmexport.metrics import Metrics
+from garmexport.reader import Reader
+from garmexport.writer_actor import WriterActor
+
+log = logging.getLogger("garmexport.reader")
+POLL, TICK = "poll", "tick"
+TICK_S = 1.0
+MAX_IN_FLIGHT = 8  # batches per writer before polling waits (multi-process bases)
+
+
+class ReaderActor(ActorTypeDispatcher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.exporter = None
+        self.source: KafkaSource | None = None
+        self.server = None
+        self.stopping: str | None = None
+        self.stop_deadline = 0.0
+
+    @escalating("reader start")
+    def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
+        self.exporter, self.cfg, self.instance = msg.exporter, msg.config, msg.instance
+        self.writers: dict[tuple[str, int], object] = {}
+        self.registry = CollectorRegistry()
+        self.metrics = Metrics.create(self.registry)
+        self.health = Health(live_timeout_s=max(30.0, 10 * self.cfg.writer.poll_timeout_s), metrics=self.metrics)
+        self.health.tick(time.monotonic())
+        m = self.cfg.metrics
+        self.server = serve(m.host, m.port, self.registry, self.health)
+        log_event(log, "metrics_serving", host=m.host, port=self.server.port)
+        storage = storage_for(self.cfg, self.instance)
+        self.reader = Reader(self.cfg, self.instance, storage, self.metrics, self._to_writer, _Port(self))
+        self.source = KafkaSource(self.cfg, self._assigned, self.reader.revoke)
+        self.metrics.set_up(True)
+        self.wakeupAfter(timedelta(0), POLL)
+        self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
+
+    def _assigned(self, partitions: list[int]):  # noqa: ANN202
+        seeks = self.reader.assign(partitions)
+        self.health.set_assignment(len(self.reader.assigned))
+        return seeks
+
+    def _to_writer(self, origin: str, partition: int, msg: object) -> None:
+        key = (origin, partition)
+        addr = self.writers.get(key)
+        if addr is None:
+            addr = self.writers[key] = self.createActor(WriterActor)
+            self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter))
+        self.send(addr, msg)
+
+    @escalating("reader wakeup")
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: object) -> None:
+        if msg.payload == POLL:
+            self._poll()
+        elif msg.payload == TICK:
+            self._tick()
+
+    def _poll(self) -> None:
+        if self.stopping is None and stop_signal.requested():
+            self.receiveMsg_StopReader(StopReader("signal"), None)
+        if self.stopping is not None:
+            return
+        backlog = any(o.in_flight >= MAX_IN_FLIGHT for a in self.reader.assigned.values()
+                      for o in a.ledger._origins.values())
+        if backlog:
+            self.wakeupAfter(timedelta(milliseconds=20), POLL)
+            return
+        batches = self.source.poll(self.cfg.writer.batch_max_records, self.cfg.writer.poll_timeout_s)  # type: ignore[union-attr]
+        for partition, records in batches.items():
+            self.reader.records(partition, records)
+        self.wakeupAfter(timedelta(0), POLL)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self.health.tick(now)
+        if self.stopping is not None:
+            if self.reader.settled() or now > self.stop_deadline:
+                self._finish()
+                return
+            self.reader.flush_all()
+        self.reader.tick()
+        for p, position in self.reader.seek_positions().items():
+            high = self.source.high_watermark(p)  # type: ignore[union-attr]
+            if high is not None:
+                self.metrics.set_lag(self.cfg.source.topic, p, high, position)
+        self.health.set_store_reachable(self.reader.store_ok)
+        self.health.set_writers_healthy(self.reader.store_ok)
+        self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
+
+    @escalating("reader report")
+    def receiveMsg_WriterReport(self, msg: WriterReport, sender: object) -> None:
+        self.reader.report(msg)
+
+    @escalating("reader stop")
+    def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:
+        if self.stopping is not None:
+            return
+        self.stopping = msg.reason
+        self.stop_deadline = time.monotonic() + self.cfg.protocol.shutdown_timeout_s
+        log_event(log, "stopping", reason=msg.reason)
+        self.reader.flush_all()
+
+    def _finish(self) -> None:
+        settled = self.reader.settled()
+        if settled:
+            self.reader.write_markers(time.monotonic(), force=True)
+        self._close()
+        self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
+
+    def _close(self) -> None:
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: object) -> None:
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+class _Port:
+    """The reader's view of the consumer (seek, pause, resume)."""
+
+    def __init__(self, actor: ReaderActor) -> None:
+        self.actor = actor
+
+    def seek(self, partition: int, offset: int) -> None:
+        self.actor.source.seek(partition, offset)  # type: ignore[union-attr]
+
+    def pause(self, partitions: list[int]) -> None:
+        self.actor.source.pause(partitions)  # type: ignore[union-attr]
+
+    def resume(self, partitions: list[int]) -> None:
+        self.actor.source.resume(partitions)  # type: ignore[union-attr]

@@ -1,0 +1,70 @@
+"""Running the exporter in this process: the actor system, the main loop, the exit code.
+
+Exit codes: 0 after a clean stop (every open file published, final markers written),
+1 after a failure (the traceback is logged; Marathon restarts the task and the protocol
+makes that safe), 143 on a second SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from datetime import timedelta
+
+from thespian.actors import ActorSystem
+
+from garmexport import stop_signal
+from garmexport.config import Config
+from garmexport.exporter_actor import ExporterActor
+from garmexport.logs import log_event
+from garmexport.messages import ExportStopped, StartExport, StopExport
+
+log = logging.getLogger("garmexport.run")
+
+
+def new_instance_id() -> str:
+    """Unique per process: names its temp dir and its markers."""
+    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40]
+    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def actor_system(base: str) -> ActorSystem:
+    """A fresh actor system of ``base``; logging stays as :mod:`garmexport.logs` set it."""
+    if base == "simpleSystemBase":
+        return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
+    return ActorSystem(base, {"Admin Port": _free_port()}, logDefs=False, transientUnique=True)
+
+
+def run_export(config: Config, instance: str | None = None) -> int:
+    """Export until stopped (signal) or failed; return the process exit code."""
+    instance = instance or new_instance_id()
+    stop_signal.install(config.protocol.shutdown_timeout_s + 10.0)
+    log_event(log, "starting", instance=instance, topic=config.source.topic,
+              root=config.output.root, base=config.actors.system_base)
+    started = time.monotonic()
+    asys = actor_system(config.actors.system_base)
+    try:
+        top = asys.createActor(ExporterActor)
+        asys.tell(top, StartExport(config, instance))
+        stop_sent = False
+        while True:
+            msg = asys.listen(timedelta(seconds=0.5))
+            if isinstance(msg, ExportStopped):
+                log_event(log, "stopped", code=msg.exit_code, reason=msg.reason,
+                          seconds=round(time.monotonic() - started, 3))
+                return msg.exit_code
+            if stop_signal.requested() and not stop_sent:
+                stop_sent = True
+                asys.tell(top, StopExport("signal"))
+    finally:
+        asys.shutdown()

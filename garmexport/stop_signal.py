@@ -1,0 +1,44 @@
+"""SIGTERM/SIGINT handling: the first asks for a clean stop, the second exits at once.
+
+Under thespian's in-process base the actors run in the main thread and ``listen`` does
+not return while work flows, so the reader polls :func:`requested` itself; under the
+multi-process bases the main loop sees the flag and sends a stop message. Exiting at once
+is safe at any point: a publish is atomic, and nothing half-written is ever visible.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+_requested = threading.Event()
+EXIT_ON_SECOND = 143
+
+
+def requested() -> bool:
+    return _requested.is_set()
+
+
+def request() -> None:
+    _requested.set()
+
+
+def install(hard_deadline_s: float) -> None:
+    """Handle SIGTERM and SIGINT; after the first, exit 1 if still alive past the deadline."""
+
+    def handle(signum: int, frame: object) -> None:
+        if _requested.is_set():
+            os._exit(EXIT_ON_SECOND)
+        _requested.set()
+        timer = threading.Timer(hard_deadline_s, lambda: os._exit(1))
+        timer.daemon = True
+        timer.start()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+def reset() -> None:
+    """Forget an earlier request (tests running several exports in one process)."""
+    _requested.clear()
