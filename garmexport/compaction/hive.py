@@ -84,7 +84,7 @@ def sync_table(spark: Any, database: str, output: str, root_uri: str, schema: An
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
     data = schema_columns(schema)
     added: list[tuple[str, str]] = []
-    if not spark.catalog.tableExists(output, database):
+    if not spark.catalog.tableExists(f"{database}.{output}"):
         spark.sql(create_table_sql(database, output, data, location))
     else:
         table = schema_columns(spark.table(fq).schema)
@@ -99,4 +99,6 @@ def sync_table(spark: Any, database: str, output: str, root_uri: str, schema: An
     sql = add_partitions_sql(database, output, new_days, location)
     if sql is not None:
         spark.sql(sql)
+    # This session may have cached the file listing of days this run rewrote.
+    spark.catalog.refreshTable(f"{database}.{output}")
     return {"columns_added": len(added), "partitions_added": len(new_days)}

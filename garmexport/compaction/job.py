@@ -30,7 +30,7 @@ from garmexport.compaction.names import CompactedName, day_dir, sidecar_path, st
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
 from garmexport.compaction.recover import commit_swap, recover_all
 from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
-from garmexport.compaction.spark_job import write_outputs
+from garmexport.compaction.spark_job import union_schema, write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.logs import log_event
 from garmexport.naming import epoch_day
@@ -95,8 +95,8 @@ def journal_for(plan: DayPlan, staged: list[str]) -> Journal:
 
 def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day: str,
                 watermarks: dict[tuple[str, str, int], int], summary: Summary,
-                crash: Callable[[str], None]) -> Any:
-    """Compact one closed day; returns the union schema written (None if nothing)."""
+                crash: Callable[[str], None]) -> list[str]:
+    """Compact one closed day; returns the paths of the files it published (maybe none)."""
     files, names, problems = scan_day(fs, output, day)
     summary.problems.extend(problems)
     plan = plan_day(output, day, files, watermarks, next_generation(names),
@@ -105,12 +105,13 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     if not plan.outputs or opts.dry_run:
         log_event(log, "compaction_day_planned", output=output, day=day,
                   outputs=len(plan.outputs), inputs=len(plan.inputs), left=len(plan.left))
-        return None
+        return []
     started = time.monotonic()
     staging = staging_path(output, day, plan.generation)
-    staged, schema, bytes_out = write_outputs(spark, fs, plan, staging, opts.codec,
-                                              opts.sort_columns)
-    commit_swap(fs, journal_for(plan, staged), crash)
+    staged, _, bytes_out = write_outputs(spark, fs, plan, staging, opts.codec,
+                                         opts.sort_columns)
+    journal = journal_for(plan, staged)
+    commit_swap(fs, journal, crash)
     bytes_in = sum(f.size for f in plan.inputs)
     summary.days_compacted += 1
     summary.files_in += len(plan.inputs)
@@ -122,7 +123,22 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
               files_in=len(plan.inputs), files_out=len(plan.outputs), bytes_in=bytes_in,
               bytes_out=bytes_out, left=len(plan.left),
               seconds=round(time.monotonic() - started, 2))
-    return schema
+    return [m.final for m in journal.moves]
+
+
+def sync_hive(spark: Any, fs: FileOps, opts: CompactOptions, output: str, days: list[str],
+              written: list[str]) -> None:
+    """Table columns from the files written now and the newest day; every day a partition."""
+    newest, _, _ = scan_day(fs, output, days[-1])
+    samples = {f.schema_key or f.name: f"{fs.uri}/{day_dir(output, days[-1])}/{f.name}"
+               for f in newest}
+    uris = [f"{fs.uri}/{p}" for p in written] + list(samples.values())
+    if not uris:
+        log_event(log, "hive_table_skipped", output=output, reason="no data file to read")
+        return
+    stats = hive.sync_table(spark, opts.hive_database, output, fs.uri,
+                            union_schema(spark, uris), days)
+    log_event(log, "hive_table_synced", table=f"{opts.hive_database}.{output}", **stats)
 
 
 def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
@@ -138,22 +154,18 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
               last_closed_day=last_closed)
     for output in opts.outputs or tuple(list_outputs(fs)):
         days = list_days(fs, output)
-        touched: list[str] = []
+        written: list[str] = []
         for day in days:
             if (opts.days and day not in opts.days) or not is_closed(epoch_day(day), last_closed):
                 continue
-            if compact_day(spark, fs, opts, output, day, facts.watermarks(output), summary,
-                           crash) is not None:
-                touched.append(day)
+            written += compact_day(spark, fs, opts, output, day, facts.watermarks(output),
+                                   summary, crash)
             files, names, _ = scan_day(fs, output, day)
             doc = complete.completion(output, day, files, names, True, now_ms, opts.lateness_s)
             if doc is not None and not opts.dry_run:
                 summary.complete_written += complete.write_complete(fs, output, day, doc)
         if opts.hive and days and not opts.dry_run:
-            dirs = [f"{fs.uri}/{day_dir(output, d)}" for d in sorted({days[-1], *touched})]
-            schema = spark.read.option("mergeSchema", "true").parquet(*dirs).schema
-            stats = hive.sync_table(spark, opts.hive_database, output, fs.uri, schema, days)
-            log_event(log, "hive_table_synced", table=f"{opts.hive_database}.{output}", **stats)
+            sync_hive(spark, fs, opts, output, days, written)
     summary.seconds = time.monotonic() - started
     log_event(log, "compaction_done", **{k: v for k, v in vars(summary).items()
                                          if k != "problems"}, problems=len(summary.problems))

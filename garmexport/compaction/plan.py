@@ -52,6 +52,9 @@ class InputFile:
     size: int
     ranges: tuple[Range, ...]
     compacted: bool = False
+    #: equal for files with the same Parquet schema: one file per key is enough for Spark
+    #: to infer the union schema of a day (a compacted file gets a key of its own)
+    schema_key: str = ""
 
     @property
     def rows(self) -> int:
@@ -91,6 +94,13 @@ class DayPlan:
     @property
     def inputs(self) -> tuple[InputFile, ...]:
         return tuple(f for o in self.outputs for f in o.inputs)
+
+    def schema_samples(self) -> list[InputFile]:
+        """One input per distinct schema, in input order."""
+        seen: dict[str, InputFile] = {}
+        for f in self.inputs:
+            seen.setdefault(f.schema_key or f.name, f)
+        return list(seen.values())
 
 
 def is_foldable(f: InputFile, watermarks: Watermarks) -> bool:

@@ -48,7 +48,8 @@ def footer(fs: FileOps, path: str) -> pq.FileMetaData:
 
 
 def _raw_input(fs: FileOps, path: str, name: FileName, size: int) -> InputFile:
-    kv = {k.decode(): v.decode() for k, v in (footer(fs, path).metadata or {}).items()}
+    meta = footer(fs, path)
+    kv = {k.decode(): v.decode() for k, v in (meta.metadata or {}).items()}
     try:
         r = Range(int(kv["garmexport.partition"]), int(kv["garmexport.first_offset"]),
                   int(kv["garmexport.last_offset"]), int(kv["garmexport.rows"]))
@@ -57,7 +58,8 @@ def _raw_input(fs: FileOps, path: str, name: FileName, size: int) -> InputFile:
     if (r.partition, r.first_offset) != (name.partition, name.first_offset):
         raise ValueError(f"{path}: footer says partition {r.partition} first offset "
                          f"{r.first_offset}, the name disagrees")
-    return InputFile(path.rpartition("/")[2], name.source, name.topic, size, (r,))
+    return InputFile(path.rpartition("/")[2], name.source, name.topic, size, (r,),
+                     schema_key=str(meta.schema))
 
 
 def ranges_to_json(ranges: tuple[Range, ...], **extra: object) -> str:
@@ -94,7 +96,7 @@ def scan_day(fs: FileOps, output: str, day: str) -> tuple[list[InputFile], list[
                     raise ValueError(f"{path}: no ranges sidecar")
                 ranges = ranges_from_json(fs.read(f"{base}/{compacted.sidecar()}"))
                 inputs.append(InputFile(e.name, compacted.source, compacted.topic, e.size,
-                                        ranges, compacted=True))
+                                        ranges, compacted=True, schema_key="c:" + e.name))
         except (ValueError, KeyError, OSError) as exc:
             problems.append(str(exc))
     return inputs, sorted(names - {COMPLETE}), problems

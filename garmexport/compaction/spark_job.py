@@ -1,13 +1,14 @@
 """The PySpark part of compaction: build the session, and write the outputs of one plan.
 
-Execution of a :class:`DayPlan` (step 1 of :mod:`.swap`): the union schema of all inputs is
-read once (``mergeSchema``: a type whose .proto gained a field has old files without the
-column; they read as NULL), then every planned output becomes one Spark partition --
-``read(inputs of output k).coalesce(1).sortWithinPartitions(sort columns)``, all unioned
-in plan order -- so the write produces exactly one file per planned output with no shuffle,
-``part-<k>-...`` for output k. After the write, each staged file's footer row count must
-equal its planned row count, or the job raises ProtocolViolation before any journal exists
-(nothing visible has changed; the staging dir is removed).
+Execution of a :class:`DayPlan` (step 1 of :mod:`.swap`): the union schema of the inputs is
+inferred from one file per distinct footer schema (``mergeSchema``: a type whose .proto
+gained a field has old files without the column; they read as NULL), then every planned
+output is its own Spark write, ``read(inputs of k).coalesce(1).sortWithinPartitions(sort
+columns)``: exactly one file per output, no shuffle. (One union of all outputs was tried
+first: Spark 4 merged its partitions into one file.) The part file of output k is moved to
+``<staging>/part-<k>.parquet``; then each staged footer's row count must equal the planned
+rows, or the job raises ProtocolViolation before any journal exists (nothing visible has
+changed; the staging dir is removed).
 
 Timestamps are int64 epoch ms, so the files read back in pyarrow and Hive unchanged; Spark
 writes standard (non-legacy) Parquet lists.
@@ -15,8 +16,8 @@ writes standard (non-legacy) Parquet lists.
 
 from __future__ import annotations
 
-import functools
 import re
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +39,10 @@ def build_session(master: str, metastore_uri: str = "",
 
     builder = (SparkSession.builder.master(master).appName(app_name)
                # day=2026-11-01 must stay a string, as the Hive tables declare it
-               .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false"))
+               .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+               # inputs are explicit file paths: a listing job per output costs more than
+               # a few thousand getFileStatus calls from the driver
+               .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000"))
     if metastore_uri:
         builder = builder.config("spark.hadoop.hive.metastore.uris", metastore_uri)
     for key, value in (conf or {}).items():
@@ -51,36 +55,51 @@ def input_uris(fs: FileOps, plan: DayPlan) -> list[list[str]]:
     return [[f"{base}/{f.name}" for f in o.inputs] for o in plan.outputs]
 
 
+def union_schema(spark: Any, uris: Sequence[str]) -> Any:
+    """The merged Spark schema of ``uris`` (one file per distinct schema is enough)."""
+    return spark.read.option("mergeSchema", "true").parquet(*uris).schema
+
+
+def _write_one(spark: Any, fs: FileOps, uris: list[str], schema: Any, sort: list[str],
+               codec: str, staging: str, k: int) -> tuple[str, int]:
+    """Write one output with one task; move its single part file to staging/part-k."""
+    out_dir = f"{staging}/{k:05d}"
+    (spark.read.schema(schema).parquet(*uris).coalesce(1).sortWithinPartitions(*sort)
+     .write.option("compression", codec).parquet(f"{fs.uri}/{out_dir}"))
+    parts = [e for e in fs.list(out_dir) if _PART_RE.match(e.name)]
+    if len(parts) != 1:
+        raise ProtocolViolation(f"Spark wrote {len(parts)} part files in {out_dir}, not 1")
+    staged = f"{staging}/part-{k:05d}.parquet"
+    fs.rename(f"{out_dir}/{parts[0].name}", staged)
+    fs.delete_tree(out_dir)
+    return staged, parts[0].size
+
+
 def write_outputs(spark: Any, fs: FileOps, plan: DayPlan, staging: str, codec: str,
                   sort_columns: Sequence[str]) -> tuple[list[str], Any, int]:
     """Write the plan's outputs into ``staging`` (relative dir, must not exist).
 
     Returns (staged relative path of output k for every k, the union schema, bytes written).
-    Raises ProtocolViolation when the staged files do not match the plan.
+    Raises ProtocolViolation (after removing the staging dir) when the staged files do
+    not match the plan.
     """
-    groups = input_uris(fs, plan)
-    schema = (spark.read.option("mergeSchema", "true")
-              .parquet(*[u for g in groups for u in g]).schema)
+    base = f"{fs.uri}/{day_dir(plan.output, plan.day)}"
+    schema = union_schema(spark, [f"{base}/{f.name}" for f in plan.schema_samples()])
     sort = [c for c in sort_columns if c in schema.fieldNames()]
-    frames = [spark.read.schema(schema).parquet(*g).coalesce(1).sortWithinPartitions(*sort)
-              for g in groups]
-    union = functools.reduce(lambda a, b: a.union(b), frames)
-    (union.write.option("compression", codec)
-     .parquet(f"{fs.uri}/{staging}"))
-    staged: dict[int, tuple[str, int]] = {}
-    for e in fs.list(staging):
-        m = _PART_RE.match(e.name)
-        if m:
-            staged[int(m[1])] = (f"{staging}/{e.name}", e.size)
-    if sorted(staged) != list(range(len(plan.outputs))):
+    groups = input_uris(fs, plan)
+    # One Spark job per output, a few at a time: each is a single task (one output file),
+    # so running them side by side keeps the executor cores busy.
+    workers = max(1, min(len(groups), int(spark.sparkContext.defaultParallelism)))
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            staged = list(pool.map(lambda kg: _write_one(spark, fs, kg[1], schema, sort, codec,
+                                                         staging, kg[0]), enumerate(groups)))
+        for (path, _), out in zip(staged, plan.outputs):
+            rows = footer(fs, path).num_rows
+            if rows != out.rows:
+                raise ProtocolViolation(f"{path} holds {rows} rows, {out.name.format()} "
+                                        f"should hold {out.rows}")
+    except BaseException:
         fs.delete_tree(staging)
-        raise ProtocolViolation(f"Spark wrote parts {sorted(staged)} for "
-                                f"{len(plan.outputs)} planned outputs in {staging}")
-    for k, out in enumerate(plan.outputs):
-        rows = footer(fs, staged[k][0]).num_rows
-        if rows != out.rows:
-            fs.delete_tree(staging)
-            raise ProtocolViolation(f"{staged[k][0]} holds {rows} rows, {out.name.format()} "
-                                    f"should hold {out.rows}")
-    return [staged[k][0] for k in range(len(plan.outputs))], schema, sum(
-        s for _, s in staged.values())
+        raise
+    return [p for p, _ in staged], schema, sum(n for _, n in staged)
