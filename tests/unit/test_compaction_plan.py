@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -192,3 +193,36 @@ def test_hive_adds_only_new_columns_and_reports_changed_types() -> None:
     assert hive.add_partitions_sql("db", "fs", ["2026-11-01"], "hdfs://n/o/fs") == (
         "ALTER TABLE `db`.`fs` ADD IF NOT EXISTS PARTITION (day='2026-11-01') "
         "LOCATION 'hdfs://n/o/fs/day=2026-11-01'")
+
+
+# ---- command line ---------------------------------------------------------------------
+
+def test_command_line_options_win_over_the_config() -> None:
+    import argparse
+
+    from garmexport.compaction.cli_compact import add_arguments, options_from, spark_conf
+    from garmexport.config import Config
+    from garmexport.errors import ConfigError
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = options_from(parser.parse_args([]), Config())
+    assert defaults.lateness_s == Config().compaction.lateness_s
+    assert defaults.root_uri.startswith("file:///") and defaults.hive and not defaults.dry_run
+    args = parser.parse_args(["--output", "fs", "--output", "gc", "--lateness-s", "60",
+                              "--sort-columns", "timestamp, kafka_offset", "--no-hive",
+                              "--spark-conf", "spark.executor.memory=2g", "--dry-run"])
+    opts = options_from(args, Config())
+    assert opts.outputs == ("fs", "gc") and opts.lateness_s == 60.0 and not opts.hive
+    assert opts.sort_columns == ("timestamp", "kafka_offset") and opts.dry_run
+    assert spark_conf(args) == {"spark.executor.memory": "2g"}
+    with pytest.raises(ConfigError):
+        spark_conf(parser.parse_args(["--spark-conf", "novalue"]))
+
+
+def test_output_roots_become_hadoop_uris() -> None:
+    from garmexport.compaction.fs import to_uri
+
+    assert to_uri("/data/out/") == "file:///data/out"
+    assert to_uri("s3://bucket/out") == "s3a://bucket/out"
+    assert to_uri("hdfs://nn:8020/out/") == "hdfs://nn:8020/out"
