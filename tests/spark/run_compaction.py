@@ -2,7 +2,8 @@
 
 Usage: ``python -m tests.spark.run_compaction ROOT WORKDIR NOW_MS TARGET_BYTES``. Hive is
 off (the test's own session holds the embedded metastore); the file side is what a kill
-can break. Prints ``written`` once Spark has written the outputs, so a test can time a kill.
+can break. Prints ``starting``, then each swap step as it is reached, so a test can time a
+kill.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def main(root: str, workdir: str, now_ms: str, target: str) -> None:
         print(step, flush=True)
         crash_point(step)
 
+    print("starting", flush=True)
     summary = run(spark, fs, opts, int(now_ms), crash)
     print(summary.line(), flush=True)
     spark.stop()

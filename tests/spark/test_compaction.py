@@ -7,6 +7,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +129,8 @@ def test_a_crash_at_any_step_of_the_swap_is_repaired_by_the_next_run(
 
 
 def run_process(root: str, workdir: str, env: dict[str, str],
-                kill_after: str | None = None) -> int:
-    """Run a compaction process; SIGKILL it right after it prints ``kill_after``."""
+                kill_after: str | None = None, delay_s: float = 0.0) -> int:
+    """Run a compaction process; SIGKILL it ``delay_s`` after it prints ``kill_after``."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.spark.run_compaction", root, workdir, str(NOW_MS),
          "2000"], cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE,
@@ -137,6 +138,7 @@ def run_process(root: str, workdir: str, env: dict[str, str],
     assert proc.stdout is not None
     for line in proc.stdout:
         if kill_after is not None and line.strip() == kill_after:
+            time.sleep(delay_s)
             proc.send_signal(signal.SIGKILL)  # the process runs on meanwhile: a real race
             break
     proc.stdout.close()
@@ -152,8 +154,11 @@ def test_a_killed_compaction_process_leaves_the_day_exact_after_the_next_run(
     if how == "crash-hook":
         code = run_process(root, workdir, {CRASH_ENV: "mid-delete"})
     else:
-        code = run_process(root, workdir, {},
-                           kill_after=random.choice(["compaction_start", *STEPS[:4]]))
+        # A random point: somewhere in the Spark write (the run takes several seconds
+        # after "starting"), or just after a swap step while the process races on.
+        after = random.choice(["starting", *STEPS[:5]])
+        code = run_process(root, workdir, {}, kill_after=after,
+                           delay_s=random.uniform(0, 2.0) if after == "starting" else 0.0)
     assert code in (137, -signal.SIGKILL)
     run(spark, LocalFs(root), options(root, "killed_" + how.replace("-", "_"), 2000), NOW_MS)
     assert read_rows(root, "gc", DAY) == sorted(rows)
