@@ -95,6 +95,10 @@ class WriterConfig(_Section):
                                  "largest is committed", min=1)
     batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
     poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)
+    decode_batch_records: int = _f(8192, "records of one type the reader gathers before handing "
+                                   "them to the writer (larger batches decode faster)", min=1)
+    decode_batch_wait_s: float = _f(0.25, "longest the reader holds a smaller batch back",
+                                    min=0)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

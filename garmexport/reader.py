@@ -29,10 +29,11 @@ from garmexport.marker_keeper import MarkerKeeper
 from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
 from garmexport.metrics import Metrics
 from garmexport.naming import FRAME_ORIGIN, IntentName, MarkerName, partition_dir
+from garmexport.origin_writer import crash_point
 from garmexport.publisher import write_marker
 from garmexport.recovery import read_partition_state
 from garmexport.resume import Chain
-from garmexport.router import ORIGINS, Window, route
+from garmexport.router import ORIGINS, OriginBatch, Window, route
 from garmexport.storage.base import Storage
 
 log = logging.getLogger("garmexport.reader")
@@ -62,6 +63,8 @@ class _Assigned:
     keeper: MarkerKeeper
     writers: dict[str, _WriterView] = field(default_factory=dict)
     reset_sent: set[str] = field(default_factory=set)
+    #: routed records not yet sent, per origin, with the time the first one arrived
+    pending: dict[str, tuple[OriginBatch, float]] = field(default_factory=dict)
     state_last: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
 
@@ -147,13 +150,16 @@ class Reader:
             # first run of this partition: W of every origin starts just below the first record
             first = records[0].offset()  # type: ignore[attr-defined]
             a.ledger.routed_upto(first - 1)
+        now = self._clock()
         for origin, b in routed.batches.items():
-            self._writer(a, origin, partition)
-            a.ledger.sent(origin)
-            self._send(origin, partition, Batch(
-                a.epoch, upto, tuple(b.offsets), tuple(b.values), tuple(b.kafka_ts),
-                tuple(b.days), tuple(b.bad)))
+            held = a.pending.get(origin)
+            if held is None:
+                a.ledger.sent(origin)  # held records count as in flight: W waits for them
+                a.pending[origin] = (b, now)
+            else:
+                _extend(held[0], b)
         a.ledger.routed_upto(upto)
+        self._send_pending(partition, a, now)
         m, topic = self.metrics, self.cfg.source.topic
         m.consumed(topic, partition, routed.records)
         if routed.not_exported:
@@ -162,6 +168,26 @@ class Reader:
             m.already_committed("", partition, routed.skipped_committed)
         for reason, n in routed.quarantined.items():
             m.quarantined(FRAME_ORIGIN if reason != "timestamp_out_of_window" else "", reason, n)
+
+    def _send_pending(self, partition: int, a: _Assigned, now: float, force: bool = False) -> None:
+        """Hand gathered records to their writers once a batch is large or old enough.
+
+        ``upto`` is what the reader has routed when the batch leaves: every record of the
+        origin up to it is in this batch or an earlier one.
+        """
+        w = self.cfg.writer
+        for origin, (b, since) in list(a.pending.items()):
+            if force or len(b.offsets) >= w.decode_batch_records or now - since >= w.decode_batch_wait_s:
+                del a.pending[origin]
+                self._writer(a, origin, partition)
+                self._send(origin, partition, Batch(
+                    a.epoch, a.ledger.processed, tuple(b.offsets), tuple(b.values),
+                    tuple(b.kafka_ts), tuple(b.days), tuple(b.bad)))
+
+    def send_all_pending(self) -> None:
+        now = self._clock()
+        for p, a in self.assigned.items():
+            self._send_pending(p, a, now, force=True)
 
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
@@ -212,6 +238,7 @@ class Reader:
     def tick(self, final: bool = False) -> None:
         now = self._clock()
         for p, a in self.assigned.items():
+            self._send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
                 self._send(origin, p, Tick(a.epoch))
         self._enforce_budget()
@@ -219,6 +246,7 @@ class Reader:
         self._update_gauges(now)
 
     def flush_all(self) -> None:
+        self.send_all_pending()
         for p, a in self.assigned.items():
             for origin in a.reset_sent:
                 self._send(origin, p, FlushOpen(a.epoch, 0))
@@ -259,6 +287,7 @@ class Reader:
                 self.metrics.storage_failure("marker")
                 log_event(log, "marker_failed", partition=p, error=str(exc))
                 continue
+            crash_point("marker")
             a.ledger.written(marker)
             self.metrics.marker_written(p, heartbeat)
             for origin, w in marker.low.items():
@@ -300,3 +329,13 @@ class Reader:
         self.metrics.set_writers(
             sum(1 for v in views if v.open_files), sum(v.open_files for v in views),
             sum(v.buffered_bytes for v in views), 0.0 if oldest is None else now - oldest)
+
+
+def _extend(into: OriginBatch, more: OriginBatch) -> None:
+    """Append ``more`` (later offsets of the same origin) to ``into``."""
+    base = len(into.offsets)
+    into.offsets.extend(more.offsets)
+    into.values.extend(more.values)
+    into.kafka_ts.extend(more.kafka_ts)
+    into.days.extend(more.days)
+    into.bad.extend((base + i, reason, detail, key) for i, reason, detail, key in more.bad)

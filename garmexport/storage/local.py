@@ -186,6 +186,22 @@ class LocalStorage(Storage):
         except OSError:
             pass
 
+    def put_exclusive(self, path: str, data: bytes) -> None:
+        """An empty file (an intent) has no content that could be seen torn, so it is
+        created in place with O_EXCL: one directory fsync instead of a staged write."""
+        if data:
+            super().put_exclusive(path, data)
+            return
+        final = self._abs(path)
+        try:
+            self._makedirs_durable(os.path.dirname(final))
+            os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            _fsync_dir(os.path.dirname(final))
+        except FileExistsError:
+            raise PublishConflict(path) from None
+        except OSError as exc:
+            raise StorageError(f"cannot create {path}: {exc}") from exc
+
     def _makedirs_durable(self, directory: str) -> None:
         """Create ``directory`` and missing parents, fsyncing the parent of each new one."""
         if os.path.isdir(directory):

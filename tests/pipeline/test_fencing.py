@@ -39,6 +39,7 @@ def config(tmp_path, rows: int):  # noqa: ANN001, ANN201
         "GARMEXPORT_OUTPUT_ROOT": str(tmp_path / "out"),
         "GARMEXPORT_WRITER_MAX_FILE_ROWS": str(rows),
         "GARMEXPORT_WRITER_MAX_FILE_AGE_S": "1000",
+        "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "100",
     })
 
 
