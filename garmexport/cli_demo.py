@@ -143,7 +143,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
         if not args.skip_compaction:
             t = _step("compacting closed days and updating Hive tables (PySpark, local mode)")
-            env["GARMEXPORT_DEMO_WAREHOUSE"] = str(work / "warehouse")
             rc = subprocess.call([sys.executable, "-m", "garmexport", "compact",
                                   "--query-counts"], env=env, cwd=work)
             _done(t)

@@ -29,6 +29,9 @@ log = logging.getLogger("garmexport.reader")
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
 MAX_IN_FLIGHT = 8  # batches per writer before polling waits (multi-process bases)
+# Temp files older than this belong to dead processes: a live one publishes a staged file
+# within milliseconds of writing it.
+TEMP_GC_AGE_S = 3600.0
 
 
 class ReaderActor(ActorTypeDispatcher):
@@ -52,6 +55,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.server = serve(m.host, m.port, self.registry, self.health)
         log_event(log, "metrics_serving", host=m.host, port=self.server.port)
         storage = storage_for(self.cfg, self.instance)
+        removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
+        log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
         self.reader = Reader(self.cfg, self.instance, storage, self.metrics, self._to_writer, _Port(self))
         self.source = KafkaSource(self.cfg, self._assigned, self.reader.revoke)
         self.metrics.set_up(True)
