@@ -144,7 +144,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if not args.skip_compaction:
             t = _step("compacting closed days and updating Hive tables (PySpark, local mode)")
             rc = subprocess.call([sys.executable, "-m", "garmexport", "compact",
-                                  "--query-counts"], env=env, cwd=work)
+                                  "--show-counts"], env=env, cwd=work)
             _done(t)
             if rc != 0:
                 return 1

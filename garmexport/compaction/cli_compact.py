@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="extra Spark setting; repeatable")
     a("--no-hive", action="store_true", help="do not create or update Hive tables")
     a("--dry-run", action="store_true", help="plan and print, change nothing")
+    a("--show-counts", action="store_true",
+      help="after compacting, print rows per table and day read through the Hive tables")
 
 
 def _opt(args: argparse.Namespace, name: str, default: Any) -> Any:
@@ -83,9 +85,21 @@ def run_compact(args: argparse.Namespace, config: Any) -> int:
                           spark_conf(args))
     try:
         summary = run(spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000))
+        if getattr(args, "show_counts", False) and opts.hive:
+            print_counts(spark, opts.hive_database)
     finally:
         spark.stop()
     for problem in summary.problems:
         print(f"left alone: {problem}")
     print(summary.line())
     return 1 if summary.problems else 0
+
+
+def print_counts(spark: Any, database: str) -> None:
+    """Rows per table and day, as a reader of the Hive tables sees them (Spark SQL)."""
+    print(f"{'table':<40} {'day':<10} {'rows':>10}")
+    for row in spark.sql(f"SHOW TABLES IN `{database}`").collect():
+        table = f"`{database}`.`{row.tableName}`"
+        counts = spark.sql(f"SELECT day, count(*) AS n FROM {table} GROUP BY day ORDER BY day")
+        for c in counts.collect():
+            print(f"{database + '.' + row.tableName:<40} {c.day:<10} {c.n:>10}")
