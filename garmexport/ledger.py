@@ -38,6 +38,7 @@ class PartitionLedger:
 
     partition: int
     processed: int
+    processed_kafka_ms: int | None = None
     _origins: dict[str, _Origin] = field(default_factory=dict)
     _last: dict[Chain, int] = field(default_factory=dict)
     _written_low: dict[str, int] = field(default_factory=dict)
@@ -64,10 +65,13 @@ class PartitionLedger:
         """A batch of ``origin``'s events left the reader."""
         self._origin(origin).in_flight += 1
 
-    def routed_upto(self, offset: int) -> None:
-        """Every record of the partition up to ``offset`` has been routed (or skipped)."""
+    def routed_upto(self, offset: int, kafka_ms: int | None = None) -> None:
+        """Every record of the partition up to ``offset`` has been routed (or skipped);
+        ``kafka_ms`` is the Kafka timestamp of the record at ``offset``."""
         if offset > self.processed:
             self.processed = offset
+            if kafka_ms is not None and kafka_ms >= 0:
+                self.processed_kafka_ms = max(kafka_ms, self.processed_kafka_ms or kafka_ms)
 
     def reported(
         self,
@@ -112,7 +116,8 @@ class PartitionLedger:
         lows = self.lows()
         last = {c: o for c, o in self._last.items() if o > lows.get(c.origin, -1)}
         self._last = last
-        return Marker(self.partition, lows, last, self.processed, written_at_ms)
+        return Marker(self.partition, lows, last, self.processed, written_at_ms,
+                      self.processed_kafka_ms)
 
     def changed_since_written(self) -> bool:
         """Whether a new marker would say more than the last one written."""

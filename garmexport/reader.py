@@ -158,7 +158,7 @@ class Reader:
                 a.pending[origin] = (b, now)
             else:
                 _extend(held[0], b)
-        a.ledger.routed_upto(upto)
+        a.ledger.routed_upto(upto, records[-1].timestamp()[1])  # type: ignore[attr-defined]
         self._send_pending(partition, a, now)
         m, topic = self.metrics, self.cfg.source.topic
         m.consumed(topic, partition, routed.records)

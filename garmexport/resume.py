@@ -47,6 +47,10 @@ class Marker:
     last: Mapping[Chain, int]
     processed: int
     written_at_ms: int
+    #: Kafka timestamp (ms) of the last record routed when the marker was written: the
+    #: partition's progress in time, for the closed-day rule of compaction. W trails it
+    #: by at most the age of the oldest open file.
+    low_event_ms: int | None = None
 
     def to_json(self) -> bytes:
         days: dict[str, dict[str, dict[str, int]]] = {}
@@ -60,6 +64,8 @@ class Marker:
             "processed": self.processed,
             "written_at_ms": self.written_at_ms,
         }
+        if self.low_event_ms is not None:
+            doc["low_event_ms"] = self.low_event_ms
         return json.dumps(doc, separators=(",", ":")).encode()
 
     @staticmethod
@@ -79,6 +85,7 @@ class Marker:
                 last=last,
                 processed=int(doc["processed"]),
                 written_at_ms=int(doc["written_at_ms"]),
+                low_event_ms=None if doc.get("low_event_ms") is None else int(doc["low_event_ms"]),
             )
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
             raise ValueError(f"not a garmexport marker: {exc!r}") from None

@@ -287,3 +287,10 @@ def test_two_owners_racing_from_the_same_state_stay_exact(events, a, b, order, f
             owners[i] = None
     Exporter(store, events, None, random.Random(0)).drain()
     check_exact(store, events)
+
+
+def test_a_marker_round_trips_through_json_with_and_without_event_time():
+    chain = Chain("fs", "d", "2026-11-01")
+    for low_event_ms in (None, 1_795_300_000_000):
+        m = Marker(3, {"fs": 10, "gc": 7}, {chain: 42}, 50, 1_795_300_001_000, low_event_ms)
+        assert Marker.from_json(m.to_json()) == m
