@@ -101,6 +101,11 @@ def test_set_offsets_and_timestamps_then_run_exports_exactly_from_there(broker, 
     assert [(r["partition"], r["seek"], r["lag"]) for r in after["partitions"]] == \
         [(p, ends[p], 0) for p in range(PARTITIONS)]
     assert after["total_lag"] == 0
+    table = subprocess.run([PYTHON, "-m", "garmexport", "offsets"], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0 and f"local+{topic}" in table.stdout, table.stderr
+    assert [line.split()[:4] for line in table.stdout.splitlines()[2:] if line[:9].strip()] == \
+        [[str(p), str(ends[p]), str(ends[p]), "0"] for p in range(PARTITIONS)]
 
     # Going back over what is now committed is refused; forced, it replaces the markers.
     refused = offsets(env, "set", "--partition", "0", "--offset", "0", expect=1)
