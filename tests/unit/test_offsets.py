@@ -175,3 +175,48 @@ def test_a_broker_answering_zero_for_every_time_is_not_trusted() -> None:
     part = FakePartition(list(range(1000)), [10 * i for i in range(1000)])
     found, probes, trusted = first_offset_at_or_after(2501, 0, 1000, part.probe, hint=0)
     assert (found, trusted) == (251, False) and probes <= 2 + 11
+
+
+# --- the command's argument rules --------------------------------------------------------
+
+def parse(*argv: str):
+    import argparse
+
+    from garmexport.cli_offsets import add_arguments
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_offsets_pair_with_partitions_in_order_or_one_value_serves_all() -> None:
+    from garmexport.cli_offsets import _targets
+    assert _targets(parse("set", "--partition", "2", "--offset", "5", "--partition", "0",
+                          "--offset", "9"), [0, 1, 2]) == {2: 5, 0: 9}
+    assert _targets(parse("set", "--all-partitions", "--offset", "7"), [0, 1]) == {0: 7, 1: 7}
+    assert _targets(parse("set", "--partition", "1", "--partition", "0", "--timestamp",
+                          "2026-11-03T00:00:00"), [0, 1]) == {1: NOW_MS - 36_000_000,
+                                                              0: NOW_MS - 36_000_000}
+
+
+@pytest.mark.parametrize("argv", [
+    ("set", "--partition", "0"),                                        # no value
+    ("set", "--partition", "0", "--offset", "1", "--timestamp", "5"),   # both kinds
+    ("set", "--offset", "1"),                                           # no partition
+    ("set", "--all-partitions", "--partition", "0", "--offset", "1"),
+    ("set", "--partition", "0", "--partition", "1", "--offset", "1", "--offset", "2", "--offset", "3"),
+    ("set", "--partition", "0", "--partition", "0", "--offset", "1"),
+    ("set", "--partition", "7", "--offset", "1"),                       # not in the topic
+])
+def test_ambiguous_or_impossible_targets_are_usage_errors(argv) -> None:
+    from garmexport.cli_offsets import _targets
+    from garmexport.errors import ConfigError
+    with pytest.raises(ConfigError):
+        _targets(parse(*argv), [0, 1])
+
+
+def test_timestamps_read_as_epoch_ms_or_iso_8601_in_utc_unless_a_zone_is_given() -> None:
+    assert parse("set", "--timestamp", "1793700000000").timestamp == [NOW_MS]
+    assert parse("set", "--timestamp", "2026-11-03T10:00:00").timestamp == [NOW_MS]
+    assert parse("set", "--timestamp", "2026-11-03T11:00:00+01:00").timestamp == [NOW_MS]
+    with pytest.raises(SystemExit):
+        parse("set", "--timestamp", "yesterday")
