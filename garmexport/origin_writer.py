@@ -15,6 +15,7 @@ writer forgets everything open and reports the fence.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -34,6 +35,24 @@ from garmexport.publisher import publish_file
 from garmexport.quarantine import quarantine_table
 from garmexport.resume import OriginState
 from garmexport.storage.base import Storage
+
+
+#: TEST ONLY: ``<step>:<n>`` makes the process exit at once (os._exit(137), as a SIGKILL
+#: would) right after the n-th ``step`` in this process: ``publish`` (a data or quarantine
+#: file is final, no marker knows it yet) or ``marker`` (a marker is written, older markers
+#: and intents not yet deleted). The integration tests use it to crash at those points.
+CRASH_ENV = "TEST_GARMEXPORT_CRASH_AFTER"  # not GARMEXPORT_*: config rejects unknown ones
+_crash_step, _, _crash_n = os.environ.get(CRASH_ENV, "").partition(":")
+_crash_seen = 0
+
+
+def crash_point(step: str) -> None:
+    """TEST ONLY: exit the process if :data:`CRASH_ENV` asks for a crash after this step."""
+    global _crash_seen
+    if step == _crash_step:
+        _crash_seen += 1
+        if _crash_seen == int(_crash_n):
+            os._exit(137)
 
 
 class OriginWriter:
@@ -167,6 +186,7 @@ class OriginWriter:
             started = time.monotonic()
             try:
                 path, nbytes = self._publish_one(f)
+                crash_point("publish")
             except PublishConflict as conflict:
                 self._fenced = conflict.path
                 self._files.drop_all()
