@@ -1,0 +1,365 @@
+"""Export throughput against its ceilings: read limit, plain pipeline, one and two exporters.
+
+``python tests/bench/bench_pipeline.py [--events 1000000] [--json-out bench-results/pipeline.json]``
+
+The workload is produced to an embedded tansu broker before any timing starts: generator
+events in the default type mix, 4 partitions, 3 days of event time with 5 % late events.
+Then, each reading the topic from the start with its own consumer group, each as its own
+process, one after the other (the machine has 2 cores; nothing else of ours runs meanwhile):
+
+1. ``read``: a confluent-kafka loop that does nothing with the records (read_limit.py);
+2. ``plain``: the plainest single-process pipeline doing the same work (plain_pipeline.py);
+3. ``garmexport``: ``garmexport run`` with its defaults, until /metrics shows every record
+   consumed and lag 0 on every partition (so everything is published);
+4. ``garmexport x2``: two ``garmexport run`` in one consumer group, until the consumed sum
+   reaches N and every partition has lag 0.
+
+Each is timed from process start to done (start-up and group join included), and also from
+its first record (read, plain) or its ``assigned`` log event (garmexport) to done. CPU
+seconds and peak RSS (sum over the process tree at each 0.2 s sample, max over samples) come
+from /proc. Prints a table, the ratios 3/2, 3/1, 4/1, and whether each target holds; writes
+JSON. Exits 0 whatever the numbers: a benchmark reports, it does not fail a build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from procstats import TreeSampler, kill_tree, spawn, wait_cpu  # noqa: E402
+
+MB = 1_000_000
+AGED = "_age5"  # suffix of the exporter runs with a 5 s file age instead of the default
+TIMEOUT_S = 900.0
+
+
+# ----------------------------------------------------------------- shared by the bench scripts
+
+def start_with_topic(work: Path, topic: str, partitions: int):
+    """Start the embedded broker and create ``topic``; returns the broker (caller stops it)."""
+    from garmexport.embedded_broker import create_topic, start_broker
+
+    broker = start_broker(work)
+    try:
+        create_topic(broker.bootstrap, topic, partitions)
+    except BaseException:
+        broker.stop()
+        raise
+    return broker
+
+
+def produce_events(bootstrap: str, topic: str, events: int, partitions: int, days: int = 3,
+                   mix: dict[str, float] | None = None, now_ms: int | None = None) -> dict:
+    """Produce ``events`` generator records (5 % late); returns the produce report."""
+    from garmexport.cli_produce import PRODUCER_SETTINGS, produce
+    from garmexport.generator import DEFAULT_MIX, Spec
+
+    spec = Spec(now_ms=now_ms or int(time.time() * 1000), partitions=partitions, days=days,
+                late_share=0.05, mix=dict(mix or DEFAULT_MIX))
+    return produce({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS}, topic, spec, events)
+
+
+def exporter_env(bootstrap: str, topic: str, group: str, out: Path, **extra: str) -> dict[str, str]:
+    """Environment for ``garmexport run``: its defaults plus where to read and write,
+    metrics on a free loopback port, JSON logs; ``extra`` adds GARMEXPORT_* overrides."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
+    env.update({
+        "GARMEXPORT_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "GARMEXPORT_SOURCE_TOPIC": topic,
+        "GARMEXPORT_SOURCE_GROUP_ID": group, "GARMEXPORT_OUTPUT_ROOT": str(out),
+        "GARMEXPORT_METRICS_PORT": "0", "GARMEXPORT_METRICS_HOST": "127.0.0.1",
+        "GARMEXPORT_LOG_FORMAT": "json", "PYTHONPATH": str(ROOT),
+    })
+    env.update(extra)
+    return env
+
+
+def start_exporter(env: dict[str, str], log: Path):
+    return spawn([sys.executable, "-m", "garmexport", "run"], str(log), env=env, cwd=str(ROOT))
+
+
+def log_events(log: Path, name: str) -> list[dict]:
+    """The JSON log records of event ``name`` in ``log`` (non-JSON lines are skipped)."""
+    found = []
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return found
+    for line in text.splitlines():
+        if f'"{name}"' in line:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == name:
+                found.append(record)
+    return found
+
+
+def log_wall_s(record: dict) -> float:
+    """The ``ts`` of a JSON log record as epoch seconds."""
+    return dt.datetime.fromisoformat(record["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def metrics_port(log: Path) -> int | None:
+    records = log_events(log, "metrics_serving")
+    return int(records[0]["port"]) if records else None
+
+
+def scrape(port: int) -> tuple[dict[int, float], dict[int, float]]:
+    """(consumed by partition, lag by partition) from the exporter's /metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    consumed: dict[int, float] = {}
+    lag: dict[int, float] = {}
+    for line in text.splitlines():
+        m = re.match(r'garmexport_(events_consumed_total|consumer_lag_offsets)\{(.*)\} (\S+)$', line)
+        if m:
+            part = re.search(r'partition="(\d+)"', m.group(2))
+            if part:
+                target = consumed if m.group(1).startswith("events") else lag
+                target[int(part.group(1))] = float(m.group(3))
+    return consumed, lag
+
+
+def data_files(out: Path) -> list[Path]:
+    """Published data files (not quarantine, temp or bookkeeping under ``_`` names)."""
+    return [p for p in out.rglob("*.parquet")
+            if not any(part.startswith(("_", ".")) for part in p.relative_to(out).parts)]
+
+
+# ----------------------------------------------------------------------------- the runs
+
+def run_program(name: str, script: str, args: list[str], work: Path) -> dict:
+    """Run read_limit.py or plain_pipeline.py to completion; its measurements."""
+    log = work / f"{name}.log"
+    started = time.time()
+    proc = spawn([sys.executable, str(HERE / script), *args], str(log), cwd=str(ROOT))
+    try:
+        with TreeSampler(proc.pid) as sampler:
+            cpu = wait_cpu(proc, TIMEOUT_S)
+            usage = sampler.stop()
+    finally:
+        kill_tree(proc)
+    lines = [ln for ln in log.read_text().splitlines() if ln.startswith("{")]
+    if cpu is None or not lines:
+        raise RuntimeError(f"{name} did not finish; see {log}")
+    result = json.loads(lines[-1])
+    return {"started_s": started, "done_s": result["done_wall_s"],
+            "first_s": result["first_record_wall_s"], "cpu_s": max(cpu, usage.cpu_s),
+            "peak_rss": usage.peak_rss_bytes, "files": result.get("files", 0),
+            "exit_code": proc.returncode}
+
+
+def run_exporters(name: str, instances: int, env: dict[str, str], events: int,
+                  partitions: int, work: Path, out: Path) -> dict:
+    """Run ``instances`` exporters in one group until all N records are published."""
+    logs = [work / f"{name}-{i}.log" for i in range(instances)]
+    started = time.time()
+    procs = [start_exporter(env, log) for log in logs]
+    consumed_at = None
+    try:
+        with TreeSampler(*(p.pid for p in procs)) as sampler:
+            ports: list[int | None] = [None] * instances
+            deadline = time.monotonic() + TIMEOUT_S
+            while True:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not catch up in {TIMEOUT_S} s; see {logs}")
+                for p, log in zip(procs, logs):
+                    if p.poll() is not None:
+                        raise RuntimeError(f"{name} exited with {p.returncode}; see {log}")
+                ports = [port or metrics_port(log) for port, log in zip(ports, logs)]
+                if all(ports):
+                    consumed, lag = 0.0, {}
+                    for port in ports:
+                        c, lg = scrape(port)
+                        consumed += sum(c.values())
+                        lag.update(lg)
+                    if consumed >= events and consumed_at is None:
+                        consumed_at = time.time()
+                    if consumed >= events and len(lag) == partitions and not any(lag.values()):
+                        done = time.time()
+                        break
+                time.sleep(0.25)
+            usage = sampler.stop()  # before the shutdown: its CPU is not the export's
+    finally:
+        for p in procs:
+            kill_tree(p, grace_s=30.0)
+    assigned = [log_wall_s(r) for log in logs for r in log_events(log, "assigned")]
+    return {"started_s": started, "done_s": done, "first_s": min(assigned) if assigned else None,
+            "consumed_s": consumed_at, "cpu_s": usage.cpu_s, "peak_rss": usage.peak_rss_bytes,
+            "files": len(data_files(out)), "exit_code": [p.returncode for p in procs]}
+
+
+def summarize(raw: dict, events: int, value_bytes: int) -> dict:
+    """Rates and per-event costs of one run's raw measurements."""
+    total_s = raw["done_s"] - raw["started_s"]
+    after_s = raw["done_s"] - raw["first_s"] if raw.get("first_s") else None
+    row = {
+        "seconds": round(total_s, 2),
+        "events_per_s": round(events / total_s),
+        "input_mb_per_s": round(value_bytes / total_s / MB, 2),
+        "seconds_after_join": round(after_s, 2) if after_s else None,
+        "events_per_s_after_join": round(events / after_s) if after_s else None,
+        "cpu_s": round(raw["cpu_s"], 2),
+        "cpu_s_per_million": round(raw["cpu_s"] / events * 1e6, 2),
+        "peak_rss_mb": round(raw["peak_rss"] / MB, 1),
+        "files": raw["files"],
+    }
+    if raw.get("consumed_s"):
+        row["seconds_to_all_consumed"] = round(raw["consumed_s"] - raw["started_s"], 2)
+    return row
+
+
+def median_row(rows: list[dict]) -> dict:
+    """Per-field median over repeated runs (numbers only; the rest from the first run)."""
+    out = dict(rows[0])
+    for key, value in rows[0].items():
+        values = sorted(r[key] for r in rows if isinstance(r.get(key), (int, float)))
+        if isinstance(value, (int, float)) and values:
+            out[key] = values[len(values) // 2]
+    return out
+
+
+def targets(rows: dict, events: int, suffix: str = "") -> list[tuple[str, bool | None, str]]:
+    """(target, held?, the numbers) for each target of the benchmark; None: not measured.
+    ``suffix`` picks the exporter runs (``""``: defaults, ``_age5``: short file age)."""
+    r, p = rows.get("read"), rows.get("plain")
+    g, g2 = rows.get("garmexport" + suffix), rows.get("garmexport_x2" + suffix)
+    found = []
+
+    def check(title, parts, ok, numbers):
+        found.append((title + suffix, ok(*parts) if all(parts) else None, numbers(*parts) if all(parts) else "-"))
+
+    check("garmexport >= 1.5x plain (events/s)", (g, p),
+          lambda a, b: a["events_per_s"] >= 1.5 * b["events_per_s"],
+          lambda a, b: f"{a['events_per_s'] / b['events_per_s']:.2f}x")
+    check("garmexport >= 0.4x read limit (events/s)", (g, r),
+          lambda a, b: a["events_per_s"] >= 0.4 * b["events_per_s"],
+          lambda a, b: f"{a['events_per_s'] / b['events_per_s']:.2f}x")
+    check("garmexport CPU/event <= 0.7x plain's", (g, p),
+          lambda a, b: a["cpu_s_per_million"] <= 0.7 * b["cpu_s_per_million"],
+          lambda a, b: f"{a['cpu_s_per_million'] / b['cpu_s_per_million']:.2f}x")
+    check("two garmexport >= 0.6x read limit (events/s)", (g2, r),
+          lambda a, b: a["events_per_s"] >= 0.6 * b["events_per_s"],
+          lambda a, b: f"{a['events_per_s'] / b['events_per_s']:.2f}x")
+    check(f"garmexport peak RSS <= 600 MB ({events} events; the target is for 1M)", (g,),
+          lambda a: a["peak_rss_mb"] <= 600, lambda a: f"{a['peak_rss_mb']:.0f} MB")
+    return found
+
+
+def print_table(rows: dict, produced: dict, events: int) -> dict[str, float]:
+    print(f"\n{events} events, {produced['value_bytes'] / MB:.1f} MB of values, "
+          f"{len(produced['partitions'])} partitions")
+    head = (f"{'run':15} {'s':>7} {'ev/s':>9} {'MB/s':>6} {'s*':>7} {'ev/s*':>9} "
+            f"{'CPU s/M':>8} {'RSS MB':>7} {'files':>6}")
+    print(head + "\n" + "-" * len(head))
+    for name, row in rows.items():
+        star_s = row["seconds_after_join"]
+        star_r = row["events_per_s_after_join"]
+        print(f"{name:15} {row['seconds']:7.1f} {row['events_per_s']:9,} "
+              f"{row['input_mb_per_s']:6.1f} {star_s if star_s else '-':>7} "
+              f"{f'{star_r:,}' if star_r else '-':>9} {row['cpu_s_per_million']:8.2f} "
+              f"{row['peak_rss_mb']:7.0f} {row['files']:6}")
+    print("s, ev/s: from process start to done; s*, ev/s*: from the first record (read, plain) "
+          "or the first 'assigned' log event (garmexport) to done")
+    for name, row in rows.items():
+        if "seconds_to_all_consumed" in row:
+            print(f"{name}: all records consumed after {row['seconds_to_all_consumed']} s, "
+                  f"all published after {row['seconds']} s")
+    ratios = {}
+    for label, a, b in (("3/2", "garmexport", "plain"), ("3/1", "garmexport", "read"),
+                        ("4/1", "garmexport_x2", "read")):
+        if a in rows and b in rows:
+            ratios[label] = round(rows[a]["events_per_s"] / rows[b]["events_per_s"], 3)
+        if a + AGED in rows and b in rows:
+            ratios[label + AGED] = round(rows[a + AGED]["events_per_s"] / rows[b]["events_per_s"], 3)
+    print("ratios (events/s): " + ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
+    return ratios
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--days", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each; medians reported")
+    parser.add_argument("--runs", default="read,plain,garmexport,garmexport_x2,"
+                        f"garmexport{AGED},garmexport_x2{AGED}",
+                        help="which runs, comma-separated; the *_age5 runs set "
+                        "GARMEXPORT_WRITER_MAX_FILE_AGE_S=5, so the publish tail after the "
+                        "last record is seconds, not the default minute")
+    parser.add_argument("--exporter-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="GARMEXPORT_* override for runs 3 and 4 (default: none, defaults)")
+    parser.add_argument("--json-out", default="bench-results/pipeline.json")
+    parser.add_argument("--workdir", help="keep logs and output here (default: a temp dir, removed)")
+    args = parser.parse_args(argv)
+    runs = [r for r in args.runs.split(",") if r]
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-pipeline-"))
+    work.mkdir(parents=True, exist_ok=True)
+    topic = "garmadon"
+    extra = dict(kv.split("=", 1) for kv in args.exporter_env)
+    broker = None
+    try:
+        broker = start_with_topic(work, topic, args.partitions)
+        print(f"producing {args.events} events to {broker.bootstrap} (not timed)", flush=True)
+        produced = produce_events(broker.bootstrap, topic, args.events, args.partitions, args.days)
+        n = produced["total"]
+        measured: dict[str, list[dict]] = {}
+        for attempt in range(args.repeat):
+            for name in runs:
+                group = f"bench-{name}-{attempt}"
+                out = work / f"out-{name}-{attempt}"
+                common = ["--bootstrap", broker.bootstrap, "--topic", topic, "--group", group,
+                          "--events", str(n)]
+                print(f"run {attempt + 1}/{args.repeat}: {name}", flush=True)
+                if name == "read":
+                    raw = run_program(name, "read_limit.py", common, work)
+                elif name == "plain":
+                    raw = run_program(name, "plain_pipeline.py", [*common, "--out", str(out)], work)
+                else:
+                    aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if name.endswith(AGED) else {}
+                    env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra)
+                    raw = run_exporters(name, 2 if "_x2" in name else 1, env, n,
+                                        args.partitions, work, out)
+                measured.setdefault(name, []).append(summarize(raw, n, produced["value_bytes"]))
+                shutil.rmtree(out, ignore_errors=True)
+        rows = {name: median_row(values) for name, values in measured.items()}
+        ratios = print_table(rows, produced, n)
+        found = targets(rows, n) + targets(rows, n, AGED)
+        print("\ntargets:")
+        for title, ok, numbers in found:
+            state = "not measured" if ok is None else ("held" if ok else "NOT held")
+            print(f"  {state:12} {title}: {numbers}")
+        result = {"events": n, "value_bytes": produced["value_bytes"],
+                  "partitions": args.partitions, "days": args.days, "repeat": args.repeat,
+                  "exporter_env": extra, "cpus": os.cpu_count(), "runs": rows,
+                  "all_runs": measured, "ratios": ratios,
+                  "targets": [{"target": t, "held": ok, "value": v} for t, ok, v in found]}
+        out_path = Path(args.json_out)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(json.dumps(result, indent=2))
+        print(f"\nwrote {out_path}")
+    finally:
+        if broker is not None:
+            broker.stop()
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    main()
+    raise SystemExit(0)

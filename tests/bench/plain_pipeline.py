@@ -1,0 +1,147 @@
+"""The plain-Python baseline: the plainest single-process pipeline doing garmexport's work.
+
+``python tests/bench/plain_pipeline.py --bootstrap H:P --topic T --group G --events N --out DIR``
+reads the topic from the start with its own consumer group, checks every frame head, gathers
+records per (type, partition) into batches of ``--batch`` records, decodes each batch with
+the plain-Python reference decoder (:func:`garmexport.columns_reference.decode_batch`, the
+same Arrow columns as the exporter), splits the rows by UTC day of the event time and keeps
+the tables per (type, day). A (type, day) group is written as one Parquet file (zstd, as
+the exporter) when it reaches ``--file-rows`` rows, when all buffered tables exceed
+``--budget-bytes`` (the largest group goes first), and at the end.
+
+No actors, no commit protocol, no markers, no quarantine: it is the work without the
+guarantees, the floor a plain implementation would reach. Prints one JSON line: ``consumed``,
+``rows``, ``files``, ``first_record_wall_s``, ``done_wall_s`` (after the last file is
+written), ``start_wall_s``. Exits 1 if ``--timeout-s`` passes before ``N`` records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from confluent_kafka import Consumer  # noqa: E402
+
+from garmexport.columns_reference import decode_batch  # noqa: E402
+from garmexport.events import REGISTRY  # noqa: E402
+from garmexport.frames import DecodeFailure, read_head  # noqa: E402
+from garmexport.naming import day_name  # noqa: E402
+
+MS_PER_DAY = 86_400_000
+
+
+class Sink:
+    """Tables per (output, epoch day); written as one Parquet file per group when flushed."""
+
+    def __init__(self, out: Path, file_rows: int, budget_bytes: int) -> None:
+        self.out, self.file_rows, self.budget_bytes = out, file_rows, budget_bytes
+        self.groups: dict[tuple[str, int], list[pa.Table]] = {}
+        self.rows: dict[tuple[str, int], int] = {}
+        self.nbytes: dict[tuple[str, int], int] = {}
+        self.files = 0
+        self.written_rows = 0
+
+    def add(self, output: str, table: pa.Table) -> None:
+        days = pc.divide(table.column("timestamp"), MS_PER_DAY)  # integer division (int64)
+        for day in pc.unique(days).to_pylist():
+            part = table.filter(pc.equal(days, day))
+            key = (output, day)
+            self.groups.setdefault(key, []).append(part)
+            self.rows[key] = self.rows.get(key, 0) + part.num_rows
+            self.nbytes[key] = self.nbytes.get(key, 0) + part.nbytes
+            if self.rows[key] >= self.file_rows:
+                self.write(key)
+        while self.nbytes and sum(self.nbytes.values()) > self.budget_bytes:
+            self.write(max(self.nbytes, key=self.nbytes.__getitem__))
+
+    def write(self, key: tuple[str, int]) -> None:
+        output, day = key
+        tables = self.groups.pop(key)
+        self.rows.pop(key), self.nbytes.pop(key)
+        directory = self.out / output / f"day={day_name(day)}"
+        directory.mkdir(parents=True, exist_ok=True)
+        table = pa.concat_tables(tables)
+        pq.write_table(table, directory / f"part-{self.files:05d}.parquet", compression="zstd",
+                       row_group_size=256 * 1024)
+        self.files += 1
+        self.written_rows += table.num_rows
+
+    def close(self) -> None:
+        for key in list(self.groups):
+            self.write(key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    start = time.time()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--events", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--batch", type=int, default=8192, help="records per decode call")
+    parser.add_argument("--file-rows", type=int, default=1_000_000)
+    parser.add_argument("--budget-bytes", type=int, default=256 * 1024 * 1024)
+    parser.add_argument("--timeout-s", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "fetch.queue.backoff.ms": 10,
+                         # garmexport's defaults: on tansu a group join waits about half the
+                         # session timeout, so equal settings give every program equal joins
+                         "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000})
+    consumer.subscribe([args.topic])
+    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes)
+    pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}
+
+    def decode(key: tuple[int, int]) -> None:
+        values, offsets = pending.pop(key)
+        event_type = REGISTRY[key[0]]
+        table, _failures = decode_batch(event_type, values, key[1], offsets)
+        sink.add(event_type.output, table)
+
+    consumed, first = 0, None
+    deadline = time.monotonic() + args.timeout_s
+    try:
+        while consumed < args.events and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, 0.5):
+                if msg.error() is not None:
+                    continue
+                if first is None:
+                    first = time.time()
+                consumed += 1
+                value = msg.value()
+                head = read_head(value)
+                if isinstance(head, DecodeFailure) or REGISTRY[head[0]].output is None:
+                    continue  # malformed or not exported: nothing to write
+                key = (head[0], msg.partition())
+                batch = pending.get(key)
+                if batch is None:
+                    batch = pending[key] = ([], [])
+                batch[0].append(value)
+                batch[1].append(msg.offset())
+                if len(batch[0]) >= args.batch:
+                    decode(key)
+        for key in list(pending):
+            decode(key)
+        sink.close()
+    finally:
+        done = time.time()
+        consumer.close()
+    print(json.dumps({"consumed": consumed, "rows": sink.written_rows, "files": sink.files,
+                      "start_wall_s": start, "first_record_wall_s": first, "done_wall_s": done,
+                      "pid": os.getpid()}), flush=True)
+    return 0 if consumed >= args.events else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
