@@ -145,11 +145,11 @@ class OriginWriter:
     def _add_quarantine(self, batch: Batch, bad: list, now: float) -> None:
         by_day: dict[str, list] = {}
         for i, (reason, detail, key) in bad:
-            self._quarantined[reason] = self._quarantined.get(reason, 0) + 1
             kday = self._day(max(batch.kafka_ts[i], 0) // 86_400_000)
             if batch.offsets[i] <= self._files.skip_bound(QUARANTINE, kday):
-                self._skipped += 1
+                self._skipped += 1  # quarantined before a restart: counted then
                 continue
+            self._quarantined[reason] = self._quarantined.get(reason, 0) + 1
             by_day.setdefault(kday, []).append((i, reason, detail, key))
         for day, rows in by_day.items():
             idx = [r[0] for r in rows]

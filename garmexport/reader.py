@@ -28,7 +28,7 @@ from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
 from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
 from garmexport.metrics import Metrics
-from garmexport.naming import FRAME_ORIGIN, IntentName, MarkerName, partition_dir
+from garmexport.naming import IntentName, MarkerName, partition_dir
 from garmexport.origin_writer import crash_point
 from garmexport.publisher import write_marker
 from garmexport.recovery import read_partition_state
@@ -166,8 +166,7 @@ class Reader:
             m.not_exported(-1, routed.not_exported)
         if routed.skipped_committed:
             m.already_committed("", partition, routed.skipped_committed)
-        for reason, n in routed.quarantined.items():
-            m.quarantined(FRAME_ORIGIN if reason != "timestamp_out_of_window" else "", reason, n)
+        # quarantined records are counted by their writer, once they are in an open file
 
     def _send_pending(self, partition: int, a: _Assigned, now: float, force: bool = False) -> None:
         """Hand gathered records to their writers once a batch is large or old enough.

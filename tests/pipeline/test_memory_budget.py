@@ -1,0 +1,76 @@
+"""Memory stays within the configured budget, whatever the number of open writers.
+
+Every type in 32 partitions over 3 days means ~1700 chains open at once; with a budget of
+a few hundred kilobytes and 200 open files, the reader must keep flushing the writers
+holding the oldest files so that the buffered bytes and open files stay bounded.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from garmexport.config import load_config
+from garmexport.generator import Spec, generate
+from garmexport.storage.local import LocalStorage
+from garmexport.verify import read_output
+from tests.pipeline.harness import FakeRecord, Owner
+
+PARTITIONS = 32
+BUDGET_BYTES = 1_000_000
+MAX_OPEN = 500
+BATCH = 64
+
+
+@pytest.mark.parametrize("pressed", ["bytes", "files"])
+def test_buffered_bytes_and_open_files_stay_within_the_budget(tmp_path, pressed):
+    budget_bytes = BUDGET_BYTES if pressed == "bytes" else 10**9
+    max_open = MAX_OPEN if pressed == "files" else 10**6
+    cfg = load_config(None, {
+        "GARMEXPORT_OUTPUT_ROOT": str(tmp_path / "out"),
+        "GARMEXPORT_WRITER_MAX_BUFFERED_BYTES": str(budget_bytes),
+        "GARMEXPORT_WRITER_MAX_OPEN_FILES": str(max_open),
+        "GARMEXPORT_WRITER_MAX_FILE_AGE_S": "100000",
+        "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "1",  # hand every feed over at once
+    })
+    storage = LocalStorage(str(tmp_path / "out"), "x")
+    owner = Owner(cfg, storage)
+    owner.reader.assign(range(PARTITIONS))
+    spec = Spec(now_ms=int(time.time() * 1000), partitions=PARTITIONS, days=3,
+                late_share=0.2, mix={n: 1.0 for n in _ALL})
+    by_partition: dict[int, list[FakeRecord]] = {p: [] for p in range(PARTITIONS)}
+    for r in generate(spec, 10_000):
+        recs = by_partition[r.partition]
+        recs.append(FakeRecord(len(recs), r.value, r.timestamp_ms))
+    worst_bytes = worst_files = 0
+    batch_bytes = 0
+    for start in range(0, max(len(v) for v in by_partition.values()), BATCH):
+        for p, recs in by_partition.items():
+            chunk = recs[start:start + BATCH]
+            if chunk:
+                batch_bytes = max(batch_bytes, sum(len(r.value() or b"") for r in chunk))
+                owner.feed(p, chunk)
+                owner.deliver()
+                files = [w._files for w in owner.writers.values()]
+                worst_bytes = max(worst_bytes, sum(f.buffered_bytes for f in files))
+                worst_files = max(worst_files, sum(len(f) for f in files))
+    # one batch may land on top of the budget before the reader asks for a flush
+    assert worst_files <= max_open + BATCH, worst_files
+    assert worst_bytes <= budget_bytes + 4 * batch_bytes, (worst_bytes, batch_bytes)
+    if pressed == "files":
+        assert worst_files > MAX_OPEN // 2, "the workload must press on the open-file budget"
+    else:
+        assert worst_bytes > BUDGET_BYTES // 2, "the workload must press on the byte budget"
+    owner.finish()
+    held, _ = read_output(storage, cfg.source.topic)
+    total = sum(len(v) for v in by_partition.values())
+    assert sum(len(v) for v in held.values()) == total and all(len(v) == 1 for v in held.values())
+
+
+_ALL = ("FS_EVENT", "GC_EVENT", "JVMSTATS_EVENT", "CONTAINER_MONITORING_EVENT",
+        "SPARK_STAGE_EVENT", "SPARK_STAGE_STATE_EVENT", "SPARK_EXECUTOR_STATE_EVENT",
+        "SPARK_TASK_EVENT", "SPARK_EXECUTOR_STORAGE_STATUS_EVENT",
+        "SPARK_RDD_STORAGE_STATUS_EVENT", "APPLICATION_EVENT", "CONTAINER_EVENT",
+        "FLINK_JOB_MANAGER_EVENT", "FLINK_JOB_EVENT", "FLINK_TASK_MANAGER_EVENT",
+        "FLINK_TASK_EVENT", "FLINK_OPERATOR_EVENT", "FLINK_KAFKA_CONSUMER_EVENT")
