@@ -241,7 +241,7 @@ def targets(rows: dict, events: int, suffix: str = "") -> list[tuple[str, bool |
     found = []
 
     def check(title, parts, ok, numbers):
-        found.append((title + suffix, ok(*parts) if all(parts) else None, numbers(*parts) if all(parts) else "-"))
+        found.append((f"[{suffix.strip('_')}] {title}" if suffix else title, ok(*parts) if all(parts) else None, numbers(*parts) if all(parts) else "-"))
 
     check("garmexport >= 1.5x plain (events/s)", (g, p),
           lambda a, b: a["events_per_s"] >= 1.5 * b["events_per_s"],
