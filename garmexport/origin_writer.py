@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,10 +56,31 @@ def crash_point(step: str) -> None:
             os._exit(137)
 
 
+@dataclass
+class StoreBackoff:
+    """Back-off shared by every writer of one store in this process.
+
+    Without it, a store outage costs each of the (many) writers one full failing attempt,
+    back to back, before any failure report reaches the reader: with a backend that
+    retries inside each call (several seconds), the reader would learn of the outage, and
+    pause, only minutes later. After one writer's failure the others wait for the same
+    retry time and report the store as failing instead.
+    """
+
+    failures: int = 0
+    retry_at: float = 0.0
+
+    def failing(self, now: float) -> bool:
+        return self.failures > 0 and now < self.retry_at
+
+
+_BACKOFFS: dict[str, StoreBackoff] = {}
+
+
 class OriginWriter:
     def __init__(
         self, config: Config, storage: Storage, origin: str, partition: int,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic, backoff: StoreBackoff | None = None,
     ) -> None:
         self._cfg = config
         self._storage = storage
@@ -73,6 +95,8 @@ class OriginWriter:
         self._upto = -1
         self._failures = 0
         self._retry_at = 0.0
+        self._backoff = backoff if backoff is not None else _BACKOFFS.setdefault(storage.uri, StoreBackoff())
+        self._deferred = False
         self._day_names: dict[int, str] = {}
         self._reset_counts()
 
@@ -179,7 +203,8 @@ class OriginWriter:
         return self._files.drop_all()
 
     def _publish(self, keys: list, now: float, force: bool = False) -> None:
-        if not keys or (self._failures and now < self._retry_at and not force):
+        self._deferred = bool(keys) and not force and self._backoff.failing(now)
+        if not keys or self._deferred or (self._failures and now < self._retry_at and not force):
             return
         for key in keys:
             f = self._files.get(key)
@@ -197,8 +222,12 @@ class OriginWriter:
                 if self._failures >= s.retry_attempts:
                     raise
                 self._retry_at = now + next_backoff_s(self._failures, s.retry_initial_s, s.retry_max_s)
+                self._backoff.failures += 1
+                self._backoff.retry_at = self._clock() + next_backoff_s(
+                    self._backoff.failures, s.retry_initial_s, s.retry_max_s)
                 return
             self._failures = 0
+            self._backoff.failures = 0
             self._files.published(key)
             last_ms = pc.max(pa.concat_tables(f.pieces).column("timestamp")).as_py() if f.kind == DATA else 0
             self._published.append(Published(
@@ -225,7 +254,7 @@ class OriginWriter:
             published=tuple(self._published), buffered_bytes=self._files.buffered_bytes,
             open_files=len(infos),
             oldest_open_s=min((i.opened_at_s for i in infos), default=None),
-            store_failing=self._failures > 0, fenced_path=self._fenced,
+            store_failing=self._failures > 0 or self._deferred, fenced_path=self._fenced,
             rows_in=self._rows_in, quarantined=tuple(sorted(self._quarantined.items())),
             skipped=self._skipped,
         )
