@@ -23,6 +23,7 @@ from typing import Protocol
 
 from garmexport.config import Config
 from garmexport.errors import StorageError
+from garmexport.flush import next_backoff_s
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
@@ -82,6 +83,8 @@ class Reader:
         self.assigned: dict[int, _Assigned] = {}
         self._epoch = 0
         self._marker_counter = 0
+        self._marker_failures = 0
+        self._marker_retry_at = float("-inf")
         self.paused = False
         self.store_ok = True
 
@@ -272,7 +275,13 @@ class Reader:
             self._send(origin, p, FlushOpen(self.assigned[p].epoch, 0))
 
     def write_markers(self, now: float, force: bool = False) -> None:
+        """Write the markers that are due. After a failed write, no marker is tried again
+        before a back-off: each attempt at a failing store can block for seconds (backend
+        retries), and the writers' failure reports, which pause the partitions, wait
+        behind this call."""
         src = self.cfg.source
+        if not force and now < self._marker_retry_at:
+            return
         for p, a in self.assigned.items():
             if not a.keeper.due(a.ledger, now, force):
                 continue
@@ -285,7 +294,12 @@ class Reader:
             except StorageError as exc:
                 self.metrics.storage_failure("marker")
                 log_event(log, "marker_failed", partition=p, error=str(exc))
-                continue
+                self._marker_failures += 1
+                st = self.cfg.storage
+                self._marker_retry_at = self._clock() + next_backoff_s(
+                    self._marker_failures, st.retry_initial_s, st.retry_max_s)
+                return
+            self._marker_failures = 0
             crash_point("marker")
             a.ledger.written(marker)
             self.metrics.marker_written(p, heartbeat)

@@ -118,6 +118,9 @@ class ReaderActor(ActorTypeDispatcher):
     @escalating("reader report")
     def receiveMsg_WriterReport(self, msg: WriterReport, sender: object) -> None:
         self.reader.report(msg)
+        # readiness follows the store at once: the next tick may be held up for seconds
+        # by storage calls that block while the store fails
+        self.health.set_store_reachable(self.reader.store_ok)
 
     @escalating("reader stop")
     def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:
