@@ -126,9 +126,11 @@ class StorageConfig(_Section):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class ActorsConfig(_Section):
-    system_base: str = _f("simpleSystemBase", "thespian system base",
-                          choices=("simpleSystemBase", "multiprocQueueBase",
-                                   "multiprocTCPBase", "multiprocUDPBase"))
+    # Only the in-process base: the multi-process ones start one OS process per writer
+    # actor (72 for 4 partitions); measured here they took ~10 GB and stalled. Scale by
+    # running more instances in the consumer group (README, "Actors and scaling").
+    system_base: str = _f("simpleSystemBase", "thespian system base (only simpleSystemBase: "
+                          "see README, Actors and scaling)", choices=("simpleSystemBase",))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

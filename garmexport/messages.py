@@ -1,7 +1,8 @@
 """Every message the actors exchange: frozen dataclasses with primitive fields.
 
-They must pickle, so that the same code runs under thespian's in-process base and its
-multi-process bases. A batch of records is one message; no message carries one event.
+They hold only primitive values and pickle, as thespian requires of messages (the
+in-process base passes them by reference, which would hide a message that does not
+pickle). A batch of records is one message; no message carries one event.
 Errors travel as traceback text, never as exception objects.
 """
 

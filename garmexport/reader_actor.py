@@ -28,7 +28,6 @@ from garmexport.writer_actor import WriterActor
 log = logging.getLogger("garmexport.reader")
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
-MAX_IN_FLIGHT = 8  # batches per writer before polling waits (multi-process bases)
 # Temp files older than this belong to dead processes: a live one publishes a staged file
 # within milliseconds of writing it.
 TEMP_GC_AGE_S = 3600.0
@@ -87,11 +86,6 @@ class ReaderActor(ActorTypeDispatcher):
         if self.stopping is None and stop_signal.requested():
             self.receiveMsg_StopReader(StopReader("signal"), None)
         if self.stopping is not None:
-            return
-        backlog = any(o.in_flight >= MAX_IN_FLIGHT for a in self.reader.assigned.values()
-                      for o in a.ledger._origins.values())
-        if backlog:
-            self.wakeupAfter(timedelta(milliseconds=20), POLL)
             return
         batches = self.source.poll(self.cfg.writer.batch_max_records, self.cfg.writer.poll_timeout_s)  # type: ignore[union-attr]
         for partition, records in batches.items():

@@ -31,18 +31,9 @@ def new_instance_id() -> str:
     return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def actor_system(base: str) -> ActorSystem:
-    """A fresh actor system of ``base``; logging stays as :mod:`garmexport.logs` set it."""
-    if base == "simpleSystemBase":
-        return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
-    os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
-    return ActorSystem(base, {"Admin Port": _free_port()}, logDefs=False, transientUnique=True)
+def actor_system() -> ActorSystem:
+    """A fresh in-process actor system; logging stays as :mod:`garmexport.logs` set it."""
+    return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
 
 
 def run_export(config: Config, instance: str | None = None) -> int:
@@ -52,7 +43,7 @@ def run_export(config: Config, instance: str | None = None) -> int:
     log_event(log, "starting", instance=instance, topic=config.source.topic,
               root=config.output.root, base=config.actors.system_base)
     started = time.monotonic()
-    asys = actor_system(config.actors.system_base)
+    asys = actor_system()
     try:
         top = asys.createActor(ExporterActor)
         asys.tell(top, StartExport(config, instance))

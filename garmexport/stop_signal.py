@@ -1,8 +1,8 @@
 """SIGTERM/SIGINT handling: the first asks for a clean stop, the second exits at once.
 
-Under thespian's in-process base the actors run in the main thread and ``listen`` does
-not return while work flows, so the reader polls :func:`requested` itself; under the
-multi-process bases the main loop sees the flag and sends a stop message. Exiting at once
+The actors run in the main thread and thespian's ``listen`` does not return while work
+flows, so the reader polls :func:`requested` itself; when ``listen`` does return, the main
+loop also sends a stop message (the reader ignores the second one). Exiting at once
 is safe at any point: a publish is atomic, and nothing half-written is ever visible.
 """
 
