@@ -46,7 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "in step. Safe to re-run after a crash at any point."),
     "offsets": ("show committed offsets and lag; bootstrap offsets",
                 "Show, per partition and event type, the committed offsets read from the\n"
-                "output directory and the lag against the topic."),
+                "output directory and the lag against the topic ('offsets show', the\n"
+                "default). 'offsets set' writes markers so that the next start begins at\n"
+                "given offsets or at a timestamp, refusing to move back over committed data\n"
+                "unless --force."),
     "verify": ("check the output against the topic: every event exactly once",
                "Read every data and quarantine file under the output root and check that\n"
                "each record of the topic is held exactly once. Exit 1 on any loss or\n"
