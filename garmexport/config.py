@@ -91,10 +91,13 @@ class WriterConfig(_Section):
     max_file_age_s: float = _f(60.0, "seconds after which an open file is committed", min=0)
     max_open_files: int = _f(2000, "open files per process; the oldest is committed beyond",
                              min=1)
-    max_buffered_bytes: int = _f(256 * MiB, "bytes buffered in open writers before the "
-                                 "largest is committed", min=1)
+    max_buffered_bytes: int = _f(128 * MiB, "bytes buffered in open writers before the "
+                                 "oldest files are committed", min=1)
     batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
     poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)
+    idle_flush_s: float = _f(5.0, "a partition that delivered no record for this long has its "
+                             "open files published (0: only the age, row and size limits)",
+                             min=0)
     decode_batch_records: int = _f(8192, "records of one type the reader gathers before handing "
                                    "them to the writer (larger batches decode faster)", min=1)
     decode_batch_wait_s: float = _f(0.25, "longest the reader holds a smaller batch back",

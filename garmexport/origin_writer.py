@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -147,16 +148,23 @@ class OriginWriter:
         return name
 
     def _add_data(self, table: pa.Table, days: list[int] | tuple[int, ...], now: float) -> None:
+        """Append decoded rows to the open file of their day's chain, skipping published ones.
+
+        One sort by (day, offset) and zero-copy slices, instead of one filter pass per day.
+        """
         if table.num_rows == 0:
             return
-        distinct = sorted(set(days))
-        day_array = pa.array(days, pa.int32()) if len(distinct) > 1 else None
-        offsets = table.column("kafka_offset")
-        for d in distinct:
+        per_day = sorted(Counter(days).items())
+        if len(per_day) > 1:
+            keys = pa.table({"d": pa.array(days, pa.int32()), "o": table.column("kafka_offset")})
+            table = table.take(pc.sort_indices(keys, sort_keys=[("d", "ascending"), ("o", "ascending")]))
+        start = 0
+        for d, count in per_day:
             day = self._day(d)
-            part = table if day_array is None else table.filter(pc.equal(day_array, d))
+            part = table.slice(start, count)
+            start += count
             bound = self._files.skip_bound(DATA, day)
-            if part.num_rows and part.column("kafka_offset")[0].as_py() <= bound:
+            if part.column("kafka_offset")[0].as_py() <= bound:
                 before = part.num_rows
                 part = part.filter(pc.greater(part.column("kafka_offset"), bound))
                 self._skipped += before - part.num_rows
@@ -164,7 +172,6 @@ class OriginWriter:
                 offs = part.column("kafka_offset")
                 self._files.add(DATA, day, part, offs[0].as_py(), offs[-1].as_py(),
                                 part.num_rows, part.nbytes, now)
-        del offsets
 
     def _add_quarantine(self, batch: Batch, bad: list, now: float) -> None:
         by_day: dict[str, list] = {}
@@ -229,7 +236,7 @@ class OriginWriter:
             self._failures = 0
             self._backoff.failures = 0
             self._files.published(key)
-            last_ms = pc.max(pa.concat_tables(f.pieces).column("timestamp")).as_py() if f.kind == DATA else 0
+            last_ms = max(pc.max(p.column("timestamp")).as_py() or 0 for p in f.pieces) if f.kind == DATA else 0
             self._published.append(Published(
                 f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path,
                 IntentName(self._origin, f.kind, f.day, f.first_offset).format(),

@@ -66,6 +66,8 @@ class _Assigned:
     reset_sent: set[str] = field(default_factory=set)
     #: routed records not yet sent, per origin, with the time the first one arrived
     pending: dict[str, tuple[OriginBatch, float]] = field(default_factory=dict)
+    last_record_s: float = 0.0
+    idle_flushed: bool = True
     state_last: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
 
@@ -154,6 +156,7 @@ class Reader:
             first = records[0].offset()  # type: ignore[attr-defined]
             a.ledger.routed_upto(first - 1)
         now = self._clock()
+        a.last_record_s, a.idle_flushed = now, False
         for origin, b in routed.batches.items():
             held = a.pending.get(origin)
             if held is None:
@@ -239,10 +242,14 @@ class Reader:
     # --- timer ----------------------------------------------------------------------
     def tick(self, final: bool = False) -> None:
         now = self._clock()
+        idle_s = self.cfg.writer.idle_flush_s
         for p, a in self.assigned.items():
-            self._send_pending(p, a, now, force=final)
+            idle = idle_s > 0 and not a.idle_flushed and now - a.last_record_s >= idle_s
+            self._send_pending(p, a, now, force=final or idle)
             for origin in a.reset_sent:
-                self._send(origin, p, Tick(a.epoch))
+                # caught up and quiet: no reason to hold files until their age runs out
+                self._send(origin, p, FlushOpen(a.epoch, 0) if idle else Tick(a.epoch))
+            a.idle_flushed = a.idle_flushed or idle
         self._enforce_budget()
         self.write_markers(now, force=final)
         self._update_gauges(now)
