@@ -45,21 +45,34 @@ def due(files: Iterable[OpenFileInfo], limits: FlushLimits, now_s: float) -> lis
     return [f.key for f in sorted(ready, key=lambda f: f.opened_at_s)]
 
 
-def over_budget(
-    files: Iterable[OpenFileInfo], max_open_files: int, max_buffered_bytes: int
+@dataclass(frozen=True)
+class WriterLoad:
+    """What one writer holds open, as its last report said; ``key`` names it to the caller."""
+
+    key: object
+    open_files: int
+    buffered_bytes: int
+    oldest_open_s: float
+    flush_requested: bool = False
+
+
+def writers_to_flush(
+    writers: Iterable[WriterLoad], max_open_files: int, max_buffered_bytes: int
 ) -> list[object]:
-    """Keys to flush, oldest first, so that at most ``max_open_files`` files and
-    ``max_buffered_bytes`` bytes stay open."""
-    ordered = sorted(files, key=lambda f: f.opened_at_s)
-    count = len(ordered)
-    total = sum(f.nbytes for f in ordered)
+    """Keys of the writers to flush whole, oldest open file first, so that what stays open
+    (writers already asked to flush do not count) fits both budgets."""
+    loads = [w for w in writers if w.open_files]
+    files = sum(w.open_files for w in loads if not w.flush_requested)
+    nbytes = sum(w.buffered_bytes for w in loads if not w.flush_requested)
     chosen: list[object] = []
-    for f in ordered:
-        if count <= max_open_files and total <= max_buffered_bytes:
+    for w in sorted(loads, key=lambda w: w.oldest_open_s):
+        if files <= max_open_files and nbytes <= max_buffered_bytes:
             break
-        chosen.append(f.key)
-        count -= 1
-        total -= f.nbytes
+        if w.flush_requested:
+            continue
+        chosen.append(w.key)
+        files -= w.open_files
+        nbytes -= w.buffered_bytes
     return chosen
 
 

@@ -22,16 +22,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from garmexport.config import Config
-from garmexport.errors import StorageError
-from garmexport.flush import next_backoff_s
+from garmexport.flush import WriterLoad, writers_to_flush
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
 from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
 from garmexport.metrics import Metrics
-from garmexport.naming import IntentName, MarkerName, partition_dir
-from garmexport.origin_writer import crash_point
-from garmexport.publisher import write_marker
+from garmexport.marker_writer import MarkerWriter
+from garmexport.naming import IntentName
 from garmexport.recovery import read_partition_state
 from garmexport.resume import Chain
 from garmexport.router import ORIGINS, OriginBatch, Window, route
@@ -84,9 +82,7 @@ class Reader:
                              clamp=p.out_of_window == "clamp")
         self.assigned: dict[int, _Assigned] = {}
         self._epoch = 0
-        self._marker_counter = 0
-        self._marker_failures = 0
-        self._marker_retry_at = float("-inf")
+        self.markers = MarkerWriter(config, instance, storage, metrics, clock, wall_ms)
         self.paused = False
         self.store_ok = True
 
@@ -163,7 +159,7 @@ class Reader:
                 a.ledger.sent(origin)  # held records count as in flight: W waits for them
                 a.pending[origin] = (b, now)
             else:
-                _extend(held[0], b)
+                held[0].extend(b)
         a.ledger.routed_upto(upto, records[-1].timestamp()[1])  # type: ignore[attr-defined]
         self._send_pending(partition, a, now)
         m, topic = self.metrics, self.cfg.source.topic
@@ -267,61 +263,17 @@ class Reader:
     def _enforce_budget(self) -> None:
         """Over the open-file or buffered-byte budget: flush whole writers, oldest first."""
         w = self.cfg.writer
-        views = [(v.oldest_open_s, p, o, v) for p, a in self.assigned.items()
-                 for o, v in a.writers.items() if v.open_files]
-        files = sum(v.open_files for *_, v in views if not v.flush_requested)
-        nbytes = sum(v.buffered_bytes for *_, v in views if not v.flush_requested)
-        for _, p, origin, v in sorted(views, key=lambda t: t[0]):
-            if files <= w.max_open_files and nbytes <= w.max_buffered_bytes:
-                return
-            if v.flush_requested:
-                continue
-            v.flush_requested = True
-            files -= v.open_files
-            nbytes -= v.buffered_bytes
-            self._send(origin, p, FlushOpen(self.assigned[p].epoch, 0))
+        loads = [WriterLoad((p, o), v.open_files, v.buffered_bytes, v.oldest_open_s or 0.0,
+                            v.flush_requested)
+                 for p, a in self.assigned.items() for o, v in a.writers.items()]
+        for p, origin in writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes):  # type: ignore[misc]
+            a = self.assigned[p]
+            a.writers[origin].flush_requested = True
+            self._send(origin, p, FlushOpen(a.epoch, 0))
 
     def write_markers(self, now: float, force: bool = False) -> None:
-        """Write the markers that are due. After a failed write, no marker is tried again
-        before a back-off: each attempt at a failing store can block for seconds (backend
-        retries), and the writers' failure reports, which pause the partitions, wait
-        behind this call."""
-        src = self.cfg.source
-        if not force and now < self._marker_retry_at:
-            return
-        for p, a in self.assigned.items():
-            if not a.keeper.due(a.ledger, now, force):
-                continue
-            heartbeat = not a.keeper.published_since
-            marker = a.ledger.marker(self._wall_ms())
-            self._marker_counter += 1
-            name = MarkerName(self.instance, self._marker_counter)
-            try:
-                write_marker(self.storage, src.cluster, src.topic, name, marker)
-            except StorageError as exc:
-                self.metrics.storage_failure("marker")
-                log_event(log, "marker_failed", partition=p, error=str(exc))
-                self._marker_failures += 1
-                st = self.cfg.storage
-                self._marker_retry_at = self._clock() + next_backoff_s(
-                    self._marker_failures, st.retry_initial_s, st.retry_max_s)
-                return
-            self._marker_failures = 0
-            crash_point("marker")
-            a.ledger.written(marker)
-            self.metrics.marker_written(p, heartbeat)
-            for origin, w in marker.low.items():
-                self.metrics.set_watermark(origin, p, w)
-            old, covered = a.keeper.written(name, marker, now)
-            pdir = partition_dir(src.cluster, src.topic, p)
-            try:
-                for n in old:
-                    self.storage.delete(f"{pdir}/{n.format()}")
-                for i in covered:
-                    self.storage.delete(f"{pdir}/{i.format()}")
-            except StorageError:
-                continue  # garbage stays until the next marker; harmless
-            a.keeper.deleted(old, covered)
+        self.markers.write_due({p: (a.ledger, a.keeper) for p, a in self.assigned.items()},
+                               now, force)
 
     def seek_positions(self) -> Mapping[int, int]:
         return {p: a.ledger.seek_position() for p, a in self.assigned.items()}
@@ -350,12 +302,3 @@ class Reader:
             sum(1 for v in views if v.open_files), sum(v.open_files for v in views),
             sum(v.buffered_bytes for v in views), 0.0 if oldest is None else now - oldest)
 
-
-def _extend(into: OriginBatch, more: OriginBatch) -> None:
-    """Append ``more`` (later offsets of the same origin) to ``into``."""
-    base = len(into.offsets)
-    into.offsets.extend(more.offsets)
-    into.values.extend(more.values)
-    into.kafka_ts.extend(more.kafka_ts)
-    into.days.extend(more.days)
-    into.bad.extend((base + i, reason, detail, key) for i, reason, detail, key in more.bad)

@@ -51,6 +51,15 @@ class OriginBatch:
     #: (index in this batch, reason, detail, key) of records known bad before decoding
     bad: list[tuple[int, str, str, bytes | None]] = field(default_factory=list)
 
+    def extend(self, more: OriginBatch) -> None:
+        """Append ``more`` (later offsets of the same origin)."""
+        base = len(self.offsets)
+        self.offsets.extend(more.offsets)
+        self.values.extend(more.values)
+        self.kafka_ts.extend(more.kafka_ts)
+        self.days.extend(more.days)
+        self.bad.extend((base + i, reason, detail, key) for i, reason, detail, key in more.bad)
+
 
 @dataclass
 class RoutedPoll:

@@ -1,0 +1,78 @@
+"""Writing the markers that are due, and deleting what they make redundant (I/O).
+
+For each assigned partition whose :class:`~garmexport.marker_keeper.MarkerKeeper` says a
+marker is due, the ledger's marker is published under a name unique to this instance;
+then markers it dominates and intents it covers are deleted (a failed delete only leaves
+garbage for the next marker). After a failed write, no marker is tried before a back-off:
+each attempt at a failing store can block for seconds (backend retries), and the writers'
+failure reports, which pause the partitions, wait behind this call. Final markers at a
+clean stop are always attempted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from garmexport.config import Config
+from garmexport.errors import StorageError
+from garmexport.flush import next_backoff_s
+from garmexport.ledger import PartitionLedger
+from garmexport.logs import log_event
+from garmexport.marker_keeper import MarkerKeeper
+from garmexport.metrics import Metrics
+from garmexport.naming import MarkerName, partition_dir
+from garmexport.origin_writer import crash_point
+from garmexport.publisher import write_marker
+from garmexport.storage.base import Storage
+
+log = logging.getLogger("garmexport.reader")
+
+
+class MarkerWriter:
+    def __init__(self, config: Config, instance: str, storage: Storage, metrics: Metrics,
+                 clock: Callable[[], float], wall_ms: Callable[[], int]) -> None:
+        self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
+        self._clock, self._wall_ms = clock, wall_ms
+        self._counter = 0
+        self._failures = 0
+        self._retry_at = float("-inf")
+
+    def write_due(self, partitions: Mapping[int, tuple[PartitionLedger, MarkerKeeper]],
+                  now: float, force: bool = False) -> None:
+        src = self.cfg.source
+        if not force and now < self._retry_at:
+            return
+        for p, (ledger, keeper) in partitions.items():
+            if not keeper.due(ledger, now, force):
+                continue
+            heartbeat = not keeper.published_since
+            marker = ledger.marker(self._wall_ms())
+            self._counter += 1
+            name = MarkerName(self.instance, self._counter)
+            try:
+                write_marker(self.storage, src.cluster, src.topic, name, marker)
+            except StorageError as exc:
+                self.metrics.storage_failure("marker")
+                log_event(log, "marker_failed", partition=p, error=str(exc))
+                self._failures += 1
+                st = self.cfg.storage
+                self._retry_at = self._clock() + next_backoff_s(
+                    self._failures, st.retry_initial_s, st.retry_max_s)
+                return
+            self._failures = 0
+            crash_point("marker")
+            ledger.written(marker)
+            self.metrics.marker_written(p, heartbeat)
+            for origin, w in marker.low.items():
+                self.metrics.set_watermark(origin, p, w)
+            old, covered = keeper.written(name, marker, now)
+            pdir = partition_dir(src.cluster, src.topic, p)
+            try:
+                for n in old:
+                    self.storage.delete(f"{pdir}/{n.format()}")
+                for i in covered:
+                    self.storage.delete(f"{pdir}/{i.format()}")
+            except StorageError:
+                continue  # garbage stays until the next marker; harmless
+            keeper.deleted(old, covered)
