@@ -126,6 +126,12 @@ def _file_status(full: str, suffix: str) -> dict:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as Jetty sets it on NameNode and DataNode sockets. With Nagle on, an
+    # answer written as two segments (headers, then the body) on a keep-alive connection
+    # holds the body back until the client ACKs the headers, and the client delays that
+    # ACK by up to 40 ms: every call with a body took ~45 ms instead of ~1 ms, so after an
+    # outage the backlog of publishes drained 40x slower than against a real NameNode.
+    disable_nagle_algorithm = True
     server: WebHdfsServer
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
