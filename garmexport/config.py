@@ -82,6 +82,12 @@ class OutputConfig(_Section):
     s3_access_key_id: str = _f("", "S3 access key id (masked in logs)")
     s3_secret_access_key: str = _f("", "S3 secret access key (masked in logs)")
     hdfs_user: str = _f("", "user for WebHDFS requests (empty: the process user)")
+    hdfs_http_port: int = _f(9870, "WebHDFS HTTP port of the NameNodes of an hdfs:// root "
+                             "(a webhdfs:// root names its ports)", min=1, max=65535)
+    hdfs_timeout_s: float = _f(30.0, "socket timeout of one WebHDFS request (to connect, and "
+                               "between bytes of the answer)", min=0.1)
+    hdfs_attempts: int = _f(3, "attempts of one idempotent WebHDFS request before the failure "
+                            "goes to the exporter's back-off ([storage])", min=1)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -95,8 +101,9 @@ class WriterConfig(_Section):
                                  "oldest files are committed", min=1)
     batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
     poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)
-    idle_flush_s: float = _f(5.0, "a partition that delivered no record for this long has its "
-                             "open files published (0: only the age, row and size limits)",
+    idle_flush_s: float = _f(2.0, "after a burst of at least decode_batch_records records, a "
+                             "partition quiet for this long has its open files published "
+                             "(0: only the age, row and size limits)",
                              min=0)
     decode_batch_records: int = _f(8192, "records of one type the reader gathers before handing "
                                    "them to the writer (larger batches decode faster)", min=1)

@@ -65,7 +65,8 @@ class _Assigned:
     #: routed records not yet sent, per origin, with the time the first one arrived
     pending: dict[str, tuple[OriginBatch, float]] = field(default_factory=dict)
     last_record_s: float = 0.0
-    idle_flushed: bool = True
+    #: records routed since the last idle flush: only a burst (a catch-up) ends in one
+    burst: int = 0
     state_last: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
 
@@ -152,7 +153,8 @@ class Reader:
             first = records[0].offset()  # type: ignore[attr-defined]
             a.ledger.routed_upto(first - 1)
         now = self._clock()
-        a.last_record_s, a.idle_flushed = now, False
+        a.last_record_s = now
+        a.burst += len(records)
         for origin, b in routed.batches.items():
             held = a.pending.get(origin)
             if held is None:
@@ -238,14 +240,18 @@ class Reader:
     # --- timer ----------------------------------------------------------------------
     def tick(self, final: bool = False) -> None:
         now = self._clock()
-        idle_s = self.cfg.writer.idle_flush_s
+        w = self.cfg.writer
         for p, a in self.assigned.items():
-            idle = idle_s > 0 and not a.idle_flushed and now - a.last_record_s >= idle_s
+            # a burst (a catch-up) ended and the partition is quiet: publish now rather than
+            # when the files' age runs out; a sparse stream never counts as a burst, so it
+            # does not turn into one file per event
+            idle = (w.idle_flush_s > 0 and a.burst >= w.decode_batch_records
+                    and now - a.last_record_s >= w.idle_flush_s)
             self._send_pending(p, a, now, force=final or idle)
             for origin in a.reset_sent:
-                # caught up and quiet: no reason to hold files until their age runs out
                 self._send(origin, p, FlushOpen(a.epoch, 0) if idle else Tick(a.epoch))
-            a.idle_flushed = a.idle_flushed or idle
+            if idle:
+                a.burst = 0
         self._enforce_budget()
         self.write_markers(now, force=final)
         self._update_gauges(now)

@@ -1,0 +1,58 @@
+"""A catch-up ends with its files published; a sparse stream does not become tiny files.
+
+After a burst of at least ``decode_batch_records`` records, a partition that stays quiet
+for ``idle_flush_s`` has its open files published at once instead of when their age runs
+out. A trickle of records never counts as a burst, so it keeps to the age limit.
+"""
+
+from __future__ import annotations
+
+from garmexport.config import load_config
+from garmexport.events import EXPORTED
+from garmexport.frames import encode
+from garmexport.storage.local import LocalStorage
+from garmexport.verify import read_output
+from tests.pipeline.harness import FakeRecord, Owner
+
+NOW_MS = 1_795_300_000_000
+
+
+def owner(tmp_path):  # noqa: ANN001, ANN201
+    cfg = load_config(None, {
+        "GARMEXPORT_OUTPUT_ROOT": str(tmp_path / "out"),
+        "GARMEXPORT_WRITER_MAX_FILE_AGE_S": "600",
+        "GARMEXPORT_WRITER_IDLE_FLUSH_S": "2",
+        "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "100",
+    })
+    o = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
+    o.reader.assign([0])
+    return o, cfg
+
+
+def records(start: int, n: int) -> list[FakeRecord]:
+    t = EXPORTED[0]
+    return [FakeRecord(o, encode(t.marker, NOW_MS, b"", b""), NOW_MS) for o in range(start, start + n)]
+
+
+def published(o: Owner, cfg) -> int:  # noqa: ANN001
+    held, _ = read_output(o.storage, cfg.source.topic)
+    return len(held)
+
+
+def test_after_a_burst_a_quiet_partition_publishes_without_waiting_for_the_age(tmp_path):
+    o, cfg = owner(tmp_path)
+    o.feed(0, records(0, 500))
+    o.tick(1.0)
+    assert published(o, cfg) == 0, "still within idle_flush_s of the last record"
+    o.tick(1.5)
+    assert published(o, cfg) == 500
+
+
+def test_a_sparse_stream_keeps_to_the_age_limit(tmp_path):
+    o, cfg = owner(tmp_path)
+    for i in range(5):
+        o.feed(0, records(i, 1))
+        o.tick(3.0)  # quiet for longer than idle_flush_s after every record
+    assert published(o, cfg) == 0, "a trickle must not be published record by record"
+    o.tick(600.0)
+    assert published(o, cfg) == 5
