@@ -32,7 +32,9 @@ def storage_options(config: Config) -> dict[str, str]:
     """Backend options from ``[output]``; empty values are left to the backend's defaults."""
     o = config.output
     pairs = {
-        "webhdfs.user": o.hdfs_user, "s3.endpoint": o.s3_endpoint_url, "s3.region": o.s3_region,
+        "webhdfs.user": o.hdfs_user, "webhdfs.http_port": str(o.hdfs_http_port),
+        "webhdfs.timeout_s": str(o.hdfs_timeout_s), "webhdfs.attempts": str(o.hdfs_attempts),
+        "s3.endpoint": o.s3_endpoint_url, "s3.region": o.s3_region,
         "s3.access_key": o.s3_access_key_id, "s3.secret_key": o.s3_secret_access_key,
     }
     return {k: v for k, v in pairs.items() if v}

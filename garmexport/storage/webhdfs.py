@@ -14,7 +14,13 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   fall back to "temp gone and target has our size", which is weaker. The NameNode logs
   the rename to its edit log before answering, so a returned publish is durable.
 - idempotent calls (GETFILESTATUS, LISTSTATUS, OPEN, MKDIRS, DELETE) are retried inside
-  the backend on connection errors and 5xx with back-off; RENAME is sent once.
+  the backend on connection errors and 5xx, briefly (3 attempts, 0.1 s then 0.2 s apart by
+  default): a blip is absorbed here, a longer outage reaches the caller within about a
+  second, and the exporter's own back-off (``storage.retry_*``) paces the retries from
+  there. In-call retries do not nest: the cleanup of a failed stage is one best-effort
+  DELETE. RENAME is sent once. Every call has a socket timeout (``timeout_s``, per
+  connect and per read), so a server that stops answering cannot block the writer for
+  longer than that.
 - HA: several NameNode URLs go to the ``hdfs`` client, which tries the next one on a
   connection error or a StandbyException/RetriableException answer.
 - Kerberos: ``hdfs.ext.kerberos.KerberosClient`` (needs ``requests-kerberos``).
@@ -51,7 +57,7 @@ class WebHdfsStorage(Storage):
 
     def __init__(self, urls: Sequence[str], root: str, instance: str, *, uri: str,
                  user: str | None = None, kerberos: bool = False, timeout_s: float = 30.0,
-                 attempts: int = 4, initial_s: float = 0.2, max_s: float = 5.0,
+                 attempts: int = 3, initial_s: float = 0.1, max_s: float = 1.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.uri, self.instance = uri, instance
         self.root = "/" + root.strip("/")
@@ -200,10 +206,15 @@ class WebHdfsStorage(Storage):
         self._call(self._client._delete, self._abs(path), recursive="false")
 
     def _delete_quietly(self, full: str) -> None:
+        """One DELETE attempt, no retry: called inside retried operations (a nested retry
+        multiplied the time a failing stage took), and ``gc_temp`` removes what stays."""
         try:
-            self._call(self._client._delete, full, recursive="false")
-        except (StorageError, FileNotFoundError) as exc:
+            res = self._once(self._client._delete, full, recursive="false")
+        except _Transient as exc:
             log.warning("could not remove %s (gc_temp will): %s", full, exc)
+            return
+        if res.status_code >= 400 and res.status_code != 404:
+            log.warning("could not remove %s (gc_temp will): %s", full, _remote_message(res))
 
     def gc_temp(self, older_than_s: float, now_s: float) -> int:
         cut = now_s - older_than_s
