@@ -66,6 +66,9 @@ class Summary:
     complete_written: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: longest swap of one day (journal written to journal removed): an upper bound of the
+    #: time a reader could see an output and some of its inputs at once
+    max_swap_s: float = 0.0
 
     def line(self) -> str:
         mb = 1024 * 1024
@@ -73,7 +76,8 @@ class Summary:
                 f"{self.files_out}, {self.bytes_in / mb:.1f} MiB -> {self.bytes_out / mb:.1f} "
                 f"MiB, {self.rows} rows, {self.files_left} files left, recovered "
                 f"{self.rolled_forward} forward / {self.rolled_back} back, "
-                f"{len(self.problems)} problems, {self.seconds:.1f} s")
+                f"{len(self.problems)} problems, {self.seconds:.1f} s; longest swap window "
+                f"{self.max_swap_s:.3f} s")
 
 
 def journal_for(plan: DayPlan, staged: list[str]) -> Journal:
@@ -111,7 +115,10 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     staged, _, bytes_out = write_outputs(spark, fs, plan, staging, opts.codec,
                                          opts.sort_columns)
     journal = journal_for(plan, staged)
+    swap_started = time.monotonic()
     commit_swap(fs, journal, crash)
+    swap_s = time.monotonic() - swap_started
+    summary.max_swap_s = max(summary.max_swap_s, swap_s)
     bytes_in = sum(f.size for f in plan.inputs)
     summary.days_compacted += 1
     summary.files_in += len(plan.inputs)
@@ -121,7 +128,7 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     summary.rows += sum(o.rows for o in plan.outputs)
     log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,
               files_in=len(plan.inputs), files_out=len(plan.outputs), bytes_in=bytes_in,
-              bytes_out=bytes_out, left=len(plan.left),
+              bytes_out=bytes_out, left=len(plan.left), swap_s=round(swap_s, 3),
               seconds=round(time.monotonic() - started, 2))
     return [m.final for m in journal.moves]
 

@@ -71,6 +71,9 @@ def test_a_thousand_small_files_become_target_sized_files_with_the_same_rows(
 
     summary = run(spark, fs, options(root, "big", target), NOW_MS)
     assert summary.files_in == 1000 and summary.problems == []
+    # the window in which a reader can see an output and some of its inputs, measured
+    print(f"swap window for 1000 files into {summary.files_out}: {summary.max_swap_s:.3f} s")
+    assert 0 < summary.max_swap_s < 10, summary.max_swap_s
     files = data_files(root, "fs", DAY)
     compacted = [n for n in files if CompactedName.parse(n)]
     assert 4 <= len(compacted) == summary.files_out <= 5
