@@ -102,3 +102,6 @@ class OpenFiles:
 
     def __len__(self) -> int:
         return len(self._files)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._files

@@ -98,6 +98,7 @@ class OriginWriter:
         self._retry_at = 0.0
         self._backoff = backoff if backoff is not None else _BACKOFFS.setdefault(storage.uri, StoreBackoff())
         self._deferred = False
+        self._halted = False
         self._day_names: dict[int, str] = {}
         self._reset_counts()
 
@@ -111,6 +112,7 @@ class OriginWriter:
 
     def reset(self, epoch: int, state: OriginState, upto: int) -> None:
         self.epoch = epoch
+        self._halted = False
         self._files = OpenFiles(state)
         self._upto = upto
         self._failures = 0
@@ -118,6 +120,10 @@ class OriginWriter:
     # --- handling -------------------------------------------------------------------
     def handle_batch(self, batch: Batch) -> WriterReport:
         self._handled = 1
+        if self._halted:
+            # fenced: its chains lost their open files, so any later row would open a file
+            # out of sequence (a name that fences nothing) -- nothing until the reset
+            return self.report()
         now = self._clock()
         n = len(batch.offsets)
         self._rows_in += n
@@ -135,8 +141,10 @@ class OriginWriter:
                 kept = [i for i in kept if i not in failed]
             days = batch.days if len(kept) == n else [batch.days[i] for i in kept]
             self._add_data(table, days, now)
-        if bad:
+        if bad and not self._halted:
             self._add_quarantine(batch, sorted(bad.items()), now)
+        if self._halted:
+            return self.report()
         self._upto = max(self._upto, batch.upto)
         self.flush_due(now)
         return self.report()
@@ -168,10 +176,27 @@ class OriginWriter:
                 before = part.num_rows
                 part = part.filter(pc.greater(part.column("kafka_offset"), bound))
                 self._skipped += before - part.num_rows
+            self._append(DATA, day, part, now)
+            if self._halted:
+                return
+
+    def _append(self, kind: str, day: str, part: pa.Table, now: float) -> None:
+        """Append rows (offset order) to the chain's open file; a file never holds more than
+        max_file_rows rows: a full file is published before the rest goes into the next."""
+        max_rows = self._limits.max_file_rows
+        while part.num_rows:
+            key = (kind, day)
+            room = max_rows - (self._files.get(key).rows if key in self._files else 0)
+            piece, part = part.slice(0, room), part.slice(room)
+            offs = piece.column("kafka_offset")
+            self._files.add(kind, day, piece, offs[0].as_py(), offs[-1].as_py(),
+                            piece.num_rows, piece.nbytes, now)
             if part.num_rows:
-                offs = part.column("kafka_offset")
-                self._files.add(DATA, day, part, offs[0].as_py(), offs[-1].as_py(),
-                                part.num_rows, part.nbytes, now)
+                self._publish([key], now, force=True)
+                if self._halted:
+                    return  # fenced: everything open was dropped; the partition resyncs
+                if key in self._files:  # not published: the store is failing
+                    max_rows = 2**62  # keep the rest in the same file until it can go
 
     def _add_quarantine(self, batch: Batch, bad: list, now: float) -> None:
         by_day: dict[str, list] = {}
@@ -190,8 +215,9 @@ class OriginWriter:
                 [r[3] for r in rows], [batch.values[i] for i in idx],
                 [r[1] for r in rows], [r[2] for r in rows],
             )
-            self._files.add(QUARANTINE, day, table, batch.offsets[idx[0]], batch.offsets[idx[-1]],
-                            len(idx), table.nbytes, now)
+            self._append(QUARANTINE, day, table, now)
+            if self._halted:
+                return
 
     # --- flushing ---------------------------------------------------------------------
     def flush_due(self, now: float) -> None:
@@ -221,6 +247,7 @@ class OriginWriter:
                 crash_point("publish")
             except PublishConflict as conflict:
                 self._fenced = conflict.path
+                self._halted = True
                 self._files.drop_all()
                 return
             except StorageError:

@@ -91,3 +91,30 @@ def test_a_resynced_owner_skips_what_the_winner_published_after_the_seek(tmp_pat
     held_exactly_once(storage, a_cfg.source.topic, 2000)
     files = list((tmp_path / "out").glob("*/day=*/*.parquet"))
     assert files and all(pq.read_metadata(f).num_rows > 0 for f in files)
+
+
+def test_a_fenced_writer_publishes_nothing_more_until_it_is_reset(tmp_path):
+    from garmexport.messages import Batch
+    from garmexport.origin_writer import OriginWriter
+    from garmexport.resume import OriginState
+
+    cfg = config(tmp_path, 10)
+    storage = LocalStorage(str(tmp_path / "out"), "shared")
+    fs = EXPORTED[0]
+    frames = [encode(fs.marker, NOW_MS, b"", b"") for _ in range(40)]
+
+    def batch(lo: int, hi: int) -> Batch:
+        return Batch(1, hi - 1, tuple(range(lo, hi)), tuple(frames[lo:hi]), (NOW_MS,) * (hi - lo),
+                     (NOW_MS // DAY_MS,) * (hi - lo), ())
+
+    winner = OriginWriter(cfg, storage, fs.output, 0)
+    winner.reset(1, OriginState(-1, {}), -1)
+    winner.handle_batch(batch(0, 15))  # publishes offsets 0..9
+    loser = OriginWriter(cfg, storage, fs.output, 0)
+    loser.reset(1, OriginState(-1, {}), -1)
+    report = loser.handle_batch(batch(0, 15))
+    assert report.fenced_path is not None and report.published == ()
+    files_before = sorted((tmp_path / "out").rglob("*.parquet"))
+    later = loser.handle_batch(batch(15, 40))  # queued before the resync reached it
+    assert later.published == () and later.open_first is None
+    assert sorted((tmp_path / "out").rglob("*.parquet")) == files_before

@@ -56,3 +56,20 @@ def test_a_sparse_stream_keeps_to_the_age_limit(tmp_path):
     assert published(o, cfg) == 0, "a trickle must not be published record by record"
     o.tick(600.0)
     assert published(o, cfg) == 5
+
+
+def test_no_file_holds_more_than_max_file_rows_even_from_one_large_batch(tmp_path):
+    cfg = load_config(None, {
+        "GARMEXPORT_OUTPUT_ROOT": str(tmp_path / "out"),
+        "GARMEXPORT_WRITER_MAX_FILE_ROWS": "7",
+        "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "100",
+    })
+    o = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
+    o.reader.assign([0])
+    o.feed(0, records(0, 100))
+    o.finish()
+    import pyarrow.parquet as pq
+
+    sizes = sorted(pq.read_metadata(f).num_rows for f in (tmp_path / "out").glob("*/day=*/*.parquet"))
+    assert sizes == [2] + [7] * 14, sizes
+    assert published(o, cfg) == 100
