@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from baseline_consumer import baseline_consumer_settings  # noqa: E402 - tests/bench on sys.path
 from confluent_kafka import Consumer  # noqa: E402
 
 from garmexport.columns_reference import decode_batch  # noqa: E402
@@ -93,12 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-bytes", type=int, default=256 * 1024 * 1024)
     parser.add_argument("--timeout-s", type=float, default=600.0)
     args = parser.parse_args(argv)
-    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "fetch.queue.backoff.ms": 10,
-                         # garmexport's defaults: on tansu a group join waits about half the
-                         # session timeout, so equal settings give every program equal joins
-                         "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000})
+    consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
     consumer.subscribe([args.topic])
     sink = Sink(Path(args.out), args.file_rows, args.budget_bytes)
     pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}

@@ -15,6 +15,7 @@ import argparse
 import json
 import time
 
+from baseline_consumer import baseline_consumer_settings  # tests/bench, the script's directory
 from confluent_kafka import Consumer
 
 
@@ -28,12 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=10_000, help="records per consume() call")
     parser.add_argument("--timeout-s", type=float, default=600.0)
     args = parser.parse_args(argv)
-    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "fetch.queue.backoff.ms": 10,
-                         # garmexport's defaults: on tansu a group join waits about half the
-                         # session timeout, so equal settings give every program equal joins
-                         "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000})
+    consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
     consumer.subscribe([args.topic])
     consumed, first = 0, None
     deadline = time.monotonic() + args.timeout_s

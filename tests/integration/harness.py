@@ -133,6 +133,11 @@ class Exporter:
             self.kill()
             raise AssertionError(f"{self.name} did not stop within {timeout_s} s:\n{self.tail()}")
 
+    def check_alive(self) -> None:
+        """Raise (with the end of its log) if the process has exited."""
+        if not self.alive():
+            raise AssertionError(f"{self.name} exited {self.process.returncode}:\n{self.tail()}")
+
     def alive(self) -> bool:
         return self.process.poll() is None
 

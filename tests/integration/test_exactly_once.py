@@ -91,7 +91,7 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
         final = start("final")
         resumed = final.wait_event("assigned", timeout_s=60)["seeks"]
         waited = wait_caught_up(str(root), topic, ends, timeout_s=240,
-                                alive=lambda: _alive(final))
+                                alive=final.check_alive)
         print(f"final run resumed at {resumed}, caught up in {waited:.1f} s")
         assert final.terminate() == 0, final.tail()
         stopped = final.wait_event("stopped", timeout_s=5)
@@ -114,8 +114,3 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
     finally:
         for run in runs:
             run.close()
-
-
-def _alive(run: Exporter) -> None:
-    if not run.alive():
-        raise AssertionError(f"{run.name} exited {run.process.returncode}:\n{run.tail()}")

@@ -55,7 +55,7 @@ def test_a_restart_resumes_near_the_head_although_a_rare_type_appeared_only_at_t
         assert first.wait_event("assigned", timeout_s=60)["seeks"] == {
             str(p): None for p in range(PARTITIONS)}
         wait_caught_up(str(root), topic, ends, timeout_s=90,
-                       alive=lambda: _alive(first))
+                       alive=first.check_alive)
         assert first.terminate() == 0, first.tail()
 
         second = Exporter(env, tmp_path, "second")
@@ -76,8 +76,3 @@ def test_a_restart_resumes_near_the_head_although_a_rare_type_appeared_only_at_t
     finally:
         for run in runs:
             run.close()
-
-
-def _alive(run: Exporter) -> None:
-    if not run.alive():
-        raise AssertionError(f"{run.name} exited {run.process.returncode}:\n{run.tail()}")
