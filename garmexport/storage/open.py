@@ -78,7 +78,7 @@ def _webhdfs(root_uri: str, scheme: str, instance: str, opts: dict[str, str]) ->
                           user=opts.get("webhdfs.user") or None,
                           kerberos=_bool(opts, "webhdfs.kerberos"),
                           timeout_s=_float(opts, "webhdfs.timeout_s", 30.0),
-                          attempts=_int(opts, "webhdfs.attempts", 4))
+                          attempts=_int(opts, "webhdfs.attempts", 3))
 
 
 def _s3(root_uri: str, instance: str, opts: dict[str, str]) -> Storage:

@@ -120,7 +120,7 @@ def _wait_progress(target: Target, topic: str, run: Exporter, beyond: int,
     """Wait until the markers commit more than ``beyond`` records in total."""
     deadline = time.monotonic() + timeout_s
     while sum(v or 0 for v in _committed(target, topic, PARTITIONS).values()) <= beyond:
-        _alive(run)
+        run.check_alive()
         assert time.monotonic() < deadline, f"{run.name}: no progress in {timeout_s} s"
         time.sleep(0.1)
 
@@ -132,7 +132,7 @@ def _wait_caught_up(target: Target, topic: str, ends: Mapping[int, int], run: Ex
         upto = _committed(target, topic, sorted(ends))
         if all(upto[p] is not None and upto[p] >= end for p, end in ends.items()):
             return time.monotonic() - started
-        _alive(run)
+        run.check_alive()
         if time.monotonic() - started > timeout_s:
             raise AssertionError(f"not caught up in {timeout_s} s: {upto}, ends {dict(ends)}")
         time.sleep(0.5)
@@ -219,7 +219,3 @@ def test_an_hdfs_root_in_a_config_file_reaches_webhdfs_at_the_configured_http_po
     paths = {path for _, _, path in webhdfs.faults.requests}
     assert paths and all(p.startswith("/webhdfs/v1/warehouse/garmadon") for p in paths), paths
 
-
-def _alive(run: Exporter) -> None:
-    if not run.alive():
-        raise AssertionError(f"{run.name} exited {run.process.returncode}:\n{run.tail()}")

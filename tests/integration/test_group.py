@@ -67,7 +67,7 @@ def test_joining_and_leaving_members_export_every_record_exactly_once(
 
         def members_alive() -> None:
             for run in (c, d):
-                assert run.alive(), f"{run.name} exited {run.process.returncode}:\n{run.tail()}"
+                run.check_alive()
 
         waited = wait_caught_up(str(root), topic, ends, timeout_s=120, alive=members_alive)
         for run in (c, d):

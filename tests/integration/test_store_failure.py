@@ -69,7 +69,7 @@ def test_a_store_outage_pauses_the_export_without_spinning_and_loses_nothing(
         producer.join(timeout=120)
         assert produced.get("failed") == 0, produced
         ends = topic_ends(broker.bootstrap, topic)
-        wait_caught_up(root, topic, ends, timeout_s=120, alive=lambda: _alive(run))
+        wait_caught_up(root, topic, ends, timeout_s=120, alive=run.check_alive)
         assert run.events("resumed"), run.tail()
         assert run.terminate() == 0, run.tail()
         assert_exact(env, ends)
@@ -84,11 +84,7 @@ def test_a_store_outage_pauses_the_export_without_spinning_and_loses_nothing(
 def _wait_status(run: Exporter, status: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while (got := run.http_get("/health/ready")[0]) != status:
-        _alive(run)
+        run.check_alive()
         assert time.monotonic() < deadline, f"/health/ready stays {got}, not {status}:\n{run.tail()}"
         time.sleep(0.3)
 
-
-def _alive(run: Exporter) -> None:
-    if not run.alive():
-        raise AssertionError(f"{run.name} exited {run.process.returncode}:\n{run.tail()}")
