@@ -6,6 +6,8 @@ Everything stays in a temp dir and on loopback (components.md, Spark section).
 
 from __future__ import annotations
 
+import logging
+
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +15,9 @@ from typing import Any
 import pytest
 
 from garmexport.compaction.spark_job import build_session
+
+# py4j logs INFO lines from __del__ at interpreter exit, after pytest closed its streams
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def local_spark_conf(workdir: str) -> dict[str, str]:
