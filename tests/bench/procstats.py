@@ -154,7 +154,7 @@ def spawn(command: list[str], log_path: str, env: dict[str, str] | None = None,
           cwd: str | None = None) -> subprocess.Popen:
     """Start ``command`` in its own session (so :func:`kill_tree` reaches all it forks),
     stdout and stderr to ``log_path``."""
-    with open(log_path, "ab") as log:
+    with open(log_path, "wb") as log:  # a repeated run must not read the last run's lines
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                 start_new_session=True)
 
