@@ -43,6 +43,14 @@ def _done(started: float, what: str = "done") -> None:
     print(f"   {what} in {time.monotonic() - started:.1f} s", flush=True)
 
 
+def _command(title: str, args: list[str], env: dict[str, str], cwd: Path | None = None) -> bool:
+    """One timed step running ``garmexport ARGS``; whether it exited 0."""
+    started = _step(title)
+    rc = subprocess.call([sys.executable, "-m", "garmexport", *args], env=env, cwd=cwd)
+    _done(started, "done" if rc == 0 else f"FAILED with exit code {rc}")
+    return rc == 0
+
+
 def _metrics(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     values: dict[str, float] = {}
@@ -131,10 +139,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if code != 0:
             return 1
 
-        t = _step("verifying: every record exactly once")
-        rc = subprocess.call([sys.executable, "-m", "garmexport", "verify"], env=env)
-        _done(t)
-        if rc != 0:
+        if not _command("verifying: every record exactly once", ["verify"], env):
             return 1
 
         t = _step("what was written")
@@ -142,16 +147,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
         _done(t)
 
         if not args.skip_compaction:
-            t = _step("compacting closed days and updating Hive tables (PySpark, local mode)")
-            rc = subprocess.call([sys.executable, "-m", "garmexport", "compact",
-                                  "--show-counts"], env=env, cwd=work)
-            _done(t)
-            if rc != 0:
+            if not _command("compacting closed days and updating Hive tables (PySpark, local mode)",
+                            ["compact", "--show-counts"], env, cwd=work):
                 return 1
-            t = _step("verifying again after compaction")
-            rc = subprocess.call([sys.executable, "-m", "garmexport", "verify"], env=env)
-            _done(t)
-            if rc != 0:
+            if not _command("verifying again after compaction", ["verify"], env):
                 return 1
             _show_output(out)
     finally:

@@ -2,7 +2,8 @@
 
 ``broker`` is one tansu process per test session (tests isolate themselves by topic:
 ``broker.new_topic()``); ``own_broker`` is a fresh process for one test, for tests that
-stop or restart the broker. Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
+stop or restart the broker. ``seaweed`` is one real SeaweedFS (S3) server per session,
+shared by the storage conformance suite and the S3 end-to-end runs. Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
 ``pytest -m "not spark"`` selects by what a test needs.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker import Broker, start_broker
+from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
 
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
 
@@ -44,3 +46,17 @@ def own_broker(tmp_path: Path) -> Iterator[Broker]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="session")
+def seaweed() -> Iterator[Seaweed]:
+    """One real SeaweedFS server (S3) for the session; skips if it cannot start here."""
+    try:
+        ctx = seaweed_server()
+        server = ctx.__enter__()
+    except SeaweedUnavailable as exc:
+        pytest.skip(f"SeaweedFS cannot start here, S3 tests skipped: {exc}")
+    try:
+        yield server
+    finally:
+        ctx.__exit__(None, None, None)

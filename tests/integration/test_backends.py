@@ -36,7 +36,7 @@ from garmexport.storage.open import open_storage
 from tests.integration.harness import (
     PYTHON, ROOT, Exporter, assert_exact, exporter_env, produce, topic_ends,
 )
-from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
+from tests.seaweed import Seaweed
 from tests.webhdfs_server import WebHdfsServer
 
 RECORDS = 40_000
@@ -45,20 +45,6 @@ PARTITIONS = [0, 1, 2, 3]
 RANDOM_KILLS = 4
 SEED = 20261122
 HDFS_USER = "garm"
-
-
-@pytest.fixture(scope="module")
-def seaweed() -> Iterator[Seaweed]:
-    """One SeaweedFS server for this module; skips if it cannot start here."""
-    try:
-        ctx = seaweed_server()
-        server = ctx.__enter__()
-    except SeaweedUnavailable as exc:
-        pytest.skip(f"SeaweedFS cannot start here, S3 runs skipped: {exc}")
-    try:
-        yield server
-    finally:
-        ctx.__exit__(None, None, None)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage
-from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
+from tests.seaweed import Seaweed
 from tests.webhdfs_server import WebHdfsServer
 
 BACKENDS = ("local", "webhdfs", "s3")
@@ -28,20 +28,6 @@ class Backend(NamedTuple):
     root_uri: str
     options: dict[str, str]
     storage: Storage
-
-
-@pytest.fixture(scope="session")
-def seaweed() -> Iterator[Seaweed]:
-    """One SeaweedFS server for the session; skips if it cannot start here."""
-    try:
-        ctx = seaweed_server()
-        server = ctx.__enter__()
-    except SeaweedUnavailable as exc:
-        pytest.skip(f"SeaweedFS cannot start: {exc}")
-    try:
-        yield server
-    finally:
-        ctx.__exit__(None, None, None)
 
 
 @pytest.fixture
