@@ -17,7 +17,6 @@ wrong. Only the two columns needed are read from each file.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -25,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from garmexport.naming import QUARANTINE_DIR, parse_day_dir
-from garmexport.router import ORIGIN_OF_MARKER, Window, route
+from garmexport.router import Window, route
 from garmexport.storage.base import Storage
 
 COLUMNS = ["kafka_partition", "kafka_offset"]
@@ -120,7 +119,7 @@ def expected_from_records(partition: int, records: list) -> dict[int, str]:
 
 
 def compare(held: dict[tuple[int, int], list[str]], files: int,
-            expected: dict[int, dict[int, str]] | None, window_note: bool = True) -> Report:
+            expected: dict[int, dict[int, str]] | None) -> Report:
     """Build the report; ``expected`` (per partition, offset -> dataset) comes from Kafka.
 
     A record of an exported type may legitimately be quarantined (bad body, event time
@@ -151,10 +150,3 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
             lst.sort()
     return report
 
-
-def not_exported_markers() -> set[int]:
-    return {m for m, o in ORIGIN_OF_MARKER.items() if not o}
-
-
-def counts_by_dataset(held: dict[tuple[int, int], list[str]]) -> Counter:
-    return Counter(d for ds in held.values() for d in ds)
