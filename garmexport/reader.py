@@ -238,15 +238,44 @@ class Reader:
         log_event(log, "resynced", partition=p, seek=seek)
 
     # --- timer ----------------------------------------------------------------------
+    def _idle_in(self, a: _Assigned, now: float) -> float | None:
+        """Seconds until the partition's burst counts as ended (<= 0: it has); None: no burst.
+
+        A burst (a catch-up) that ended on a quiet partition is published at once rather
+        than when its files' age runs out; a sparse stream never counts as a burst, so it
+        does not turn into one file per event.
+        """
+        w = self.cfg.writer
+        if w.idle_flush_s <= 0 or a.burst < w.decode_batch_records:
+            return None
+        return a.last_record_s + w.idle_flush_s - now
+
+    def flush_idle(self) -> float | None:
+        """Publish the open files of partitions whose burst ended; called after every poll.
+
+        Returns the seconds until the next burst may end (None: no burst under way), so
+        the caller's next poll waits no longer than that.
+        """
+        now = self._clock()
+        wait = None
+        for p, a in self.assigned.items():
+            left = self._idle_in(a, now)
+            if left is None:
+                continue
+            if left <= 0:
+                self._send_pending(p, a, now, force=True)
+                for origin in a.reset_sent:
+                    self._send(origin, p, FlushOpen(a.epoch, 0))
+                a.burst = 0
+            else:
+                wait = left if wait is None else min(wait, left)
+        return wait
+
     def tick(self, final: bool = False) -> None:
         now = self._clock()
-        w = self.cfg.writer
         for p, a in self.assigned.items():
-            # a burst (a catch-up) ended and the partition is quiet: publish now rather than
-            # when the files' age runs out; a sparse stream never counts as a burst, so it
-            # does not turn into one file per event
-            idle = (w.idle_flush_s > 0 and a.burst >= w.decode_batch_records
-                    and now - a.last_record_s >= w.idle_flush_s)
+            left = self._idle_in(a, now)
+            idle = left is not None and left <= 0
             self._send_pending(p, a, now, force=final or idle)
             for origin in a.reset_sent:
                 self._send(origin, p, FlushOpen(a.epoch, 0) if idle else Tick(a.epoch))
@@ -283,6 +312,10 @@ class Reader:
 
     def seek_positions(self) -> Mapping[int, int]:
         return {p: a.ledger.seek_position() for p, a in self.assigned.items()}
+
+    def seek_position(self, partition: int) -> int | None:
+        a = self.assigned.get(partition)
+        return None if a is None else a.ledger.seek_position()
 
     def _update_pause(self) -> None:
         failing = any(v.store_failing for a in self.assigned.values() for v in a.writers.values())

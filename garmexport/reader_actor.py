@@ -41,6 +41,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.server = None
         self.stopping: str | None = None
         self.stop_deadline = 0.0
+        self.idle_wait: float | None = None
 
     @escalating("reader start")
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
@@ -87,9 +88,13 @@ class ReaderActor(ActorTypeDispatcher):
             self.receiveMsg_StopReader(StopReader("signal"), None)
         if self.stopping is not None:
             return
-        batches = self.source.poll(self.cfg.writer.batch_max_records, self.cfg.writer.poll_timeout_s)  # type: ignore[union-attr]
+        w = self.cfg.writer
+        # no longer than until a burst may end, so a catch-up is published when it ends
+        timeout = w.poll_timeout_s if self.idle_wait is None else min(w.poll_timeout_s, max(self.idle_wait, 0.01))
+        batches = self.source.poll(w.batch_max_records, timeout)  # type: ignore[union-attr]
         for partition, records in batches.items():
             self.reader.records(partition, records)
+        self.idle_wait = self.reader.flush_idle()
         self.wakeupAfter(timedelta(0), POLL)
 
     def _tick(self) -> None:
@@ -101,17 +106,23 @@ class ReaderActor(ActorTypeDispatcher):
                 return
             self.reader.flush_all()
         self.reader.tick()
-        for p, position in self.reader.seek_positions().items():
-            high = self.source.high_watermark(p)  # type: ignore[union-attr]
-            if high is not None:
-                self.metrics.set_lag(self.cfg.source.topic, p, high, position)
+        for p in self.reader.seek_positions():
+            self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
         self.health.set_writers_healthy(self.reader.store_ok)
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
+    def _update_lag(self, p: int) -> None:
+        position = self.reader.seek_position(p)
+        high = self.source.high_watermark(p) if self.source is not None else None
+        if position is not None and high is not None:
+            self.metrics.set_lag(self.cfg.source.topic, p, high, position)
+
     @escalating("reader report")
     def receiveMsg_WriterReport(self, msg: WriterReport, sender: object) -> None:
         self.reader.report(msg)
+        # the lag moves when a report moves W: show it now, not at the next tick
+        self._update_lag(msg.partition)
         # readiness follows the store at once: the next tick may be held up for seconds
         # by storage calls that block while the store fails
         self.health.set_store_reachable(self.reader.store_ok)

@@ -73,3 +73,28 @@ def test_no_file_holds_more_than_max_file_rows_even_from_one_large_batch(tmp_pat
     sizes = sorted(pq.read_metadata(f).num_rows for f in (tmp_path / "out").glob("*/day=*/*.parquet"))
     assert sizes == [2] + [7] * 14, sizes
     assert published(o, cfg) == 100
+
+
+def test_the_poll_loop_publishes_a_burst_when_it_ends_without_waiting_for_a_tick(tmp_path):
+    o, cfg = owner(tmp_path)
+    assert o.reader.flush_idle() is None, "no burst yet: the poll may wait its full timeout"
+    o.feed(0, records(0, 500))
+    o.now += 0.5
+    wait = o.reader.flush_idle()
+    assert wait == 1.5, "the next poll must return by the time the burst can end"
+    o.deliver()
+    assert published(o, cfg) == 0
+    o.now += 1.5
+    assert o.reader.flush_idle() is None, "the burst ended and was flushed: nothing pending"
+    o.deliver()
+    assert published(o, cfg) == 500
+
+
+def test_records_arriving_within_idle_flush_s_keep_the_burst_open(tmp_path):
+    o, cfg = owner(tmp_path)
+    for i in range(5):
+        o.feed(0, records(i * 100, 100))
+        o.now += 1.9
+        assert o.reader.flush_idle() is not None
+        o.deliver()
+    assert published(o, cfg) == 0, "never quiet for idle_flush_s: still one burst"
