@@ -88,8 +88,11 @@ def decode_batch(
     first) or BAD_BODY, never as exceptions.
     """
     stamps, headers, bodies = _split(values)
+    distinct = _Distinct.of(headers)
     by_index = dict(_find_bad(event_type.message, bodies, Reason.BAD_BODY))
-    by_index.update(_find_bad(HEADER, headers, Reason.BAD_HEADER))  # a bad header hides the body
+    bad_headers = _find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
+    if bad_headers:  # a bad header hides the body
+        by_index.update(distinct.expand(bad_headers))
     failures = sorted(by_index.items(), key=lambda item: item[0])
     offsets = list(offsets)
     if failures:
@@ -97,8 +100,9 @@ def decode_batch(
         stamps, headers, bodies, offsets = (
             [seq[i] for i in keep] for seq in (stamps, headers, bodies, offsets)
         )
+        distinct = _Distinct.of(headers)
     try:
-        header_batch = _handler(HEADER.DESCRIPTOR).list_to_record_batch(headers)
+        header_batch = _handler(HEADER.DESCRIPTOR).list_to_record_batch(distinct.values)
         body_batch = _handler(event_type.message.DESCRIPTOR).list_to_record_batch(bodies)
     except BaseException as exc:  # a Rust panic surfaces as a BaseException
         if not _is_converter_bug(exc):
@@ -106,6 +110,8 @@ def decode_batch(
         good = [value for i, value in enumerate(values) if i not in by_index]
         return _reference(event_type, good, partition, offsets), failures
     arrays = [_nulled(header_batch.column(f.name), f) for f in HEADER.DESCRIPTOR.fields]
+    if distinct.index is not None:
+        arrays = pa.Table.from_arrays(arrays, names=_HEADER_NAMES).take(distinct.index).columns
     if event_type.flatten is not None:
         arrays += _flattened(body_batch.column("section"), event_type.flatten)
     else:
@@ -117,6 +123,40 @@ def decode_batch(
         pa.array(offsets, pa.int64()),
     ]
     return pa.Table.from_arrays(arrays, schema=schema_for(event_type)), failures
+
+
+_HEADER_NAMES = [f.name for f in HEADER.DESCRIPTOR.fields]
+
+
+class _Distinct:
+    """The distinct headers of a batch, and which one each record has.
+
+    Headers describe the emitting JVM (application, container, host), so a batch of one
+    type repeats a few of them thousands of times: parsing, checking and converting each
+    distinct header once and then repeating its row (an Arrow ``take``) costs a fraction of
+    doing it per record. When most headers differ, the repetition step is skipped.
+    """
+
+    __slots__ = ("values", "index")
+
+    def __init__(self, values: list[bytes], index: pa.Array | None) -> None:
+        self.values, self.index = values, index
+
+    @classmethod
+    def of(cls, headers: list[bytes]) -> _Distinct:
+        first: dict[bytes, int] = {}
+        setdefault = first.setdefault
+        index = [setdefault(h, len(first)) for h in headers]
+        if 2 * len(first) > len(headers):
+            return cls(headers, None)
+        return cls(list(first), pa.array(index, pa.int32()))
+
+    def expand(self, found: list[tuple[int, DecodeFailure]]) -> list[tuple[int, DecodeFailure]]:
+        """Failures of distinct headers as failures of every record that has them."""
+        if self.index is None:
+            return found
+        by_distinct = dict(found)
+        return [(i, by_distinct[j]) for i, j in enumerate(self.index.to_pylist()) if j in by_distinct]
 
 
 def _split(values: Sequence[bytes]) -> tuple[list[int], list[bytes], list[bytes]]:

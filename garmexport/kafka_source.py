@@ -13,11 +13,14 @@ with a cooperative one they see increments, and the matching incremental calls a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import groupby
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Message, TopicPartition
 
 from garmexport.config import Config
 from garmexport.errors import BrokerError
+
+_error, _partition = Message.error, Message.partition
 
 
 class KafkaSource:
@@ -64,8 +67,15 @@ class KafkaSource:
 
     def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
         """One batch of records grouped by partition, in offset order within each."""
+        msgs = self.consumer.consume(max_records, timeout_s)
         by_partition: dict[int, list] = {}
-        for msg in self.consumer.consume(max_records, timeout_s):
+        if not any(map(_error, msgs)):
+            # the usual case, without a Python step per record: a batch arrives as runs of
+            # one partition's records (one run per fetched partition)
+            for partition, run in groupby(msgs, _partition):
+                by_partition.setdefault(partition, []).extend(run)
+            return by_partition
+        for msg in msgs:
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
@@ -93,6 +103,18 @@ class KafkaSource:
         except Exception:  # noqa: BLE001 - no cached value yet is not an error
             return None
         return high if high >= 0 else None
+
+    def behind(self, partition: int) -> bool:
+        """Whether the last fetch's high watermark is past the consumer's position: the
+        partition has records waiting (in librdkafka's queue or still on the broker)."""
+        high = self.high_watermark(partition)
+        if high is None:
+            return False
+        try:
+            [tp] = self.consumer.position([TopicPartition(self.topic, partition)])
+        except Exception:  # noqa: BLE001 - not assigned (any more): nothing to wait for
+            return False
+        return tp.offset >= 0 and tp.offset < high
 
     def close(self) -> None:
         self.consumer.close()

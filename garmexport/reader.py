@@ -43,6 +43,9 @@ class KafkaPort(Protocol):
     def seek(self, partition: int, offset: int) -> None: ...
     def pause(self, partitions: list[int]) -> None: ...
     def resume(self, partitions: list[int]) -> None: ...
+    def behind(self, partition: int) -> bool:
+        """Whether the last fetch showed records past what was consumed of the partition."""
+        ...
 
 
 @dataclass
@@ -238,17 +241,21 @@ class Reader:
         log_event(log, "resynced", partition=p, seek=seek)
 
     # --- timer ----------------------------------------------------------------------
-    def _idle_in(self, a: _Assigned, now: float) -> float | None:
+    def _idle_in(self, p: int, a: _Assigned, now: float) -> float | None:
         """Seconds until the partition's burst counts as ended (<= 0: it has); None: no burst.
 
         A burst (a catch-up) that ended on a quiet partition is published at once rather
         than when its files' age runs out; a sparse stream never counts as a burst, so it
-        does not turn into one file per event.
+        does not turn into one file per event. A partition that is only waiting its turn
+        in the consumer's queue (the broker has more of it) is not quiet.
         """
         w = self.cfg.writer
         if w.idle_flush_s <= 0 or a.burst < w.decode_batch_records:
             return None
-        return a.last_record_s + w.idle_flush_s - now
+        left = a.last_record_s + w.idle_flush_s - now
+        if left <= 0 and self._kafka.behind(p):
+            return None
+        return left
 
     def flush_idle(self) -> float | None:
         """Publish the open files of partitions whose burst ended; called after every poll.
@@ -259,7 +266,7 @@ class Reader:
         now = self._clock()
         wait = None
         for p, a in self.assigned.items():
-            left = self._idle_in(a, now)
+            left = self._idle_in(p, a, now)
             if left is None:
                 continue
             if left <= 0:
@@ -274,7 +281,7 @@ class Reader:
     def tick(self, final: bool = False) -> None:
         now = self._clock()
         for p, a in self.assigned.items():
-            left = self._idle_in(a, now)
+            left = self._idle_in(p, a, now)
             idle = left is not None and left <= 0
             self._send_pending(p, a, now, force=final or idle)
             for origin in a.reset_sent:

@@ -172,3 +172,6 @@ class _Port:
 
     def resume(self, partitions: list[int]) -> None:
         self.actor.source.resume(partitions)  # type: ignore[union-attr]
+
+    def behind(self, partition: int) -> bool:
+        return self.actor.source.behind(partition)  # type: ignore[union-attr]

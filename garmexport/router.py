@@ -78,6 +78,9 @@ def route(records: Iterable[object], lows: Mapping[str, int], window: Window) ->
     unpack = HEAD.unpack_from
     origin_of = ORIGIN_OF_MARKER.get
     past, future, clamp = window.past_ms, window.future_ms, window.clamp
+    # per origin: its batch, its low, and the bound appends of its columns
+    sinks: dict[str, tuple] = {}
+    skipped = 0
     last = -1
     for rec in records:
         value = rec.value()  # type: ignore[attr-defined]
@@ -107,19 +110,25 @@ def route(records: Iterable[object], lows: Mapping[str, int], window: Window) ->
                     detail = f"event time {ts} ms outside [{kts - past}, {kts + future}]"
                     ts = kts
             day = ts // MS_PER_DAY
-        if offset <= lows.get(origin, -1):
-            out.skipped_committed += 1
-            continue
-        b = batches.get(origin)
-        if b is None:
+        sink = sinks.get(origin)
+        if sink is None:
             b = batches[origin] = OriginBatch()
+            sink = sinks[origin] = (b, lows.get(origin, -1), b.offsets.append, b.values.append,
+                                    b.kafka_ts.append, b.days.append)
+        if offset <= sink[1]:
+            skipped += 1
+            continue
         if reason is not None:
+            b = sink[0]
             b.bad.append((len(b.offsets), reason, detail, rec.key()))  # type: ignore[attr-defined]
             out.quarantined[reason] = out.quarantined.get(reason, 0) + 1
-        b.offsets.append(offset)
-        b.values.append(value)
-        b.kafka_ts.append(kts)
-        b.days.append(day)
+        sink[2](offset)
+        sink[3](value)
+        sink[4](kts)
+        sink[5](day)
+    for origin in [o for o, b in batches.items() if not b.offsets]:
+        del batches[origin]  # every record of the origin was already committed
+    out.skipped_committed = skipped
     out.last_offset = last
-    out.records = sum(len(b.offsets) for b in batches.values()) + out.skipped_committed + out.not_exported
+    out.records = sum(len(b.offsets) for b in batches.values()) + skipped + out.not_exported
     return out

@@ -48,6 +48,8 @@ class FakePort:
     def __init__(self) -> None:
         self.seeks: list[tuple[int, int]] = []
         self.paused: set[int] = set()
+        #: partitions whose records wait in the consumer's queue (see KafkaPort.behind)
+        self.waiting: set[int] = set()
 
     def seek(self, partition: int, offset: int) -> None:
         self.seeks.append((partition, offset))
@@ -57,6 +59,9 @@ class FakePort:
 
     def resume(self, partitions: list[int]) -> None:
         self.paused.difference_update(partitions)
+
+    def behind(self, partition: int) -> bool:
+        return partition in self.waiting
 
 
 class Owner:

@@ -98,3 +98,20 @@ def test_records_arriving_within_idle_flush_s_keep_the_burst_open(tmp_path):
         assert o.reader.flush_idle() is not None
         o.deliver()
     assert published(o, cfg) == 0, "never quiet for idle_flush_s: still one burst"
+
+
+def test_a_partition_waiting_its_turn_in_the_consumer_queue_is_not_quiet(tmp_path):
+    """In a catch-up of several partitions, one may get nothing for a while because the
+    consumer's queue holds the others' records first; its burst has not ended."""
+    o, cfg = owner(tmp_path)
+    o.feed(0, records(0, 500))
+    o.port.waiting.add(0)
+    o.now += 5.0
+    o.reader.flush_idle()
+    o.tick(0.0)
+    o.deliver()
+    assert published(o, cfg) == 0, "the broker has more of partition 0: not the end of the burst"
+    o.port.waiting.discard(0)
+    o.reader.flush_idle()
+    o.deliver()
+    assert published(o, cfg) == 500

@@ -93,6 +93,40 @@ def test_native_and_reference_decoders_agree_on_damaged_frames(event_type, data)
     )
 
 
+@per_type
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_native_and_reference_decoders_agree_when_records_share_a_few_headers(event_type, data):
+    """A batch repeats the headers of a few JVMs (the native decoder parses each once);
+    some of those headers may be damaged, so every record carrying one is bad."""
+    pool = data.draw(st.lists(
+        st.one_of(gs.headers().map(lambda h: h.SerializeToString()),
+                  gs.bad_payloads(HEADER)), min_size=1, max_size=4))
+    picks = data.draw(st.lists(
+        st.tuples(st.integers(0, len(pool) - 1), gs.frames(event_type)), min_size=2, max_size=60))
+    values = []
+    for k, (_, stamp, _, body) in picks:
+        body_bytes = body.SerializeToString()
+        values.append(struct.pack(">iqii", event_type.marker, stamp, len(pool[k]), len(body_bytes))
+                      + pool[k] + body_bytes)
+    offsets = list(range(len(values)))
+    native = decode_batch(event_type, values, 0, offsets)
+    assert_same(native, columns_reference.decode_batch(event_type, values, 0, offsets))
+
+
+def test_a_damaged_header_shared_by_many_records_makes_each_of_them_bad():
+    good = HEADER(application_id="app_1", hostname="h1").SerializeToString()
+    bad = b"\x0a\x05ab"
+    body = FS.message(uri="hdfs://x").SerializeToString()
+    values = [struct.pack(">iqii", FS.marker, 1000 + i, len(h), len(body)) + h + body
+              for i, h in enumerate([good, bad, good, bad, good, good])]
+    table, failures = decode_batch(FS, values, 0, list(range(6)))
+    assert [(i, f.reason) for i, f in failures] == [(1, Reason.BAD_HEADER), (3, Reason.BAD_HEADER)]
+    assert table.column("kafka_offset").to_pylist() == [0, 2, 4, 5]
+    assert table.column("timestamp").to_pylist() == [1000, 1002, 1004, 1005]
+    assert table.column("hostname").to_pylist() == ["h1"] * 4
+
+
 def expected_value(field, value):
     """What the wire-format rules say one field becomes in a row."""
     if field.is_repeated:
