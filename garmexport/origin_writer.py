@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -145,8 +145,7 @@ class OriginWriter:
                 for j, failure in failures:
                     bad[kept[j]] = (failure.reason.value, failure.detail, None)
                 kept = [i for i in kept if i not in failed]
-            days = all_days if kept is None else list(map(all_days.__getitem__, kept))
-            self._add_data(table, days, now)
+            self._add_data(table, all_days, kept, now)
         if bad and not self._halted:
             self._add_quarantine(batch, sorted(bad.items()), now)
         if self._halted:
@@ -161,18 +160,25 @@ class OriginWriter:
             name = self._day_names[epoch_day] = day_name(epoch_day)
         return name
 
-    def _add_data(self, table: pa.Table, days: list[int] | tuple[int, ...], now: float) -> None:
+    def _add_data(self, table: pa.Table, days: Sequence[int], rows: list[int] | None,
+                  now: float) -> None:
         """Append decoded rows to the open file of their day's chain, skipping published ones.
 
-        ``days`` (one per row) do not decrease and rows of a day are in offset order, so
-        each day is one zero-copy slice of ``table``.
+        Row ``j`` of ``table`` is record ``rows[j]`` of the batch (``j`` itself when ``rows``
+        is None), whose day is ``days[rows[j]]``. Days do not decrease along the table and
+        rows of a day are in offset order, so each day is one zero-copy slice, found by
+        bisection.
         """
-        if table.num_rows == 0:
+        n = table.num_rows
+        if n == 0:
             return
+        day_of_row = days.__getitem__ if rows is None else (lambda j: days[rows[j]])
         start = 0
-        for d in sorted(set(days)):
+        for d in sorted(set(days)):  # may name days whose records all failed: empty slices
+            end = bisect_right(range(n), d, start, key=day_of_row)
+            if end == start:
+                continue
             day = self._day(d)
-            end = bisect_right(days, d, start)
             part = table.slice(start, end - start)
             start = end
             bound = self._files.skip_bound(DATA, day)
