@@ -28,6 +28,7 @@ from garmexport.writer_actor import WriterActor
 log = logging.getLogger("garmexport.reader")
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
+SHORT_POLL_S = 0.05
 # Temp files older than this belong to dead processes: a live one publishes a staged file
 # within milliseconds of writing it.
 TEMP_GC_AGE_S = 3600.0
@@ -42,6 +43,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.stopping: str | None = None
         self.stop_deadline = 0.0
         self.idle_wait: float | None = None
+        self.sent_to_writers = False
 
     @escalating("reader start")
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
@@ -69,6 +71,7 @@ class ReaderActor(ActorTypeDispatcher):
         return seeks
 
     def _to_writer(self, origin: str, partition: int, msg: object) -> None:
+        self.sent_to_writers = True
         key = (origin, partition)
         addr = self.writers.get(key)
         if addr is None:
@@ -89,8 +92,17 @@ class ReaderActor(ActorTypeDispatcher):
         if self.stopping is not None:
             return
         w = self.cfg.writer
-        # no longer than until a burst may end, so a catch-up is published when it ends
-        timeout = w.poll_timeout_s if self.idle_wait is None else min(w.poll_timeout_s, max(self.idle_wait, 0.01))
+        timeout = w.poll_timeout_s
+        if self.idle_wait is not None:
+            # no longer than until a burst may end, so a catch-up is published when it ends
+            timeout = min(timeout, max(self.idle_wait, 0.01))
+        if self.sent_to_writers:
+            # their reports queue up behind this poll (thespian runs one message at a time,
+            # in arrival order): a long poll on a quiet topic would hold back W, the lag and
+            # the markers. Not 0: a poll that returns at once takes only what librdkafka has
+            # queued so far, and many small batches cost more than a short wait.
+            timeout = min(timeout, SHORT_POLL_S)
+        self.sent_to_writers = False
         batches = self.source.poll(w.batch_max_records, timeout)  # type: ignore[union-attr]
         for partition, records in batches.items():
             self.reader.records(partition, records)
