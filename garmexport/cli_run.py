@@ -13,6 +13,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    from garmexport.kafka_source import KafkaSource
+
+    # Joining the consumer group takes seconds; start it before loading the exporter's
+    # modules and actors (about half a second) so that the two overlap.
+    source = KafkaSource(config)
     from garmexport.run_export import run_export  # thespian only when running
 
-    return run_export(config, instance=args.instance)
+    return run_export(config, instance=args.instance, source=source)

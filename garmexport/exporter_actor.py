@@ -25,7 +25,7 @@ class ExporterActor(ActorTypeDispatcher):
     def receiveMsg_StartExport(self, msg: StartExport, sender: object) -> None:
         self.caller = sender
         self.reader = self.createActor(ReaderActor)
-        self.send(self.reader, StartReader(msg.config, msg.instance, self.myAddress))
+        self.send(self.reader, StartReader(msg.config, msg.instance, self.myAddress, msg.source))
 
     def receiveMsg_StopExport(self, msg: StopExport, sender: object) -> None:
         if self.reader is not None:

@@ -24,23 +24,37 @@ _error, _partition = Message.error, Message.partition
 
 
 class KafkaSource:
-    def __init__(
-        self,
-        config: Config,
-        on_assign: Callable[[list[int]], Mapping[int, int | None]],
-        on_revoke: Callable[[list[int], bool], None],
-    ) -> None:
+    """Subscribes at once; :meth:`bind` names the reader's callbacks before the first poll.
+
+    The group join runs in librdkafka's threads and takes seconds (a broker waits for the
+    group's members), while the rebalance callbacks only ever run inside a poll. So
+    ``garmexport run`` subscribes before it loads the rest of the exporter and starts its
+    actors: both happen while the join is under way.
+    """
+
+    def __init__(self, config: Config) -> None:
         settings = config.consumer_settings()
         settings["enable.auto.commit"] = False  # the output is the only state
         self.topic = config.source.topic
         self._start = OFFSET_BEGINNING if config.source.start == "earliest" else OFFSET_END
         self._cooperative = "cooperative" in str(settings.get("partition.assignment.strategy", ""))
-        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._on_assign: Callable[[list[int]], Mapping[int, int | None]] | None = None
+        self._on_revoke: Callable[[list[int], bool], None] | None = None
+        self._closed = False
         self.consumer = Consumer(settings)
         self.consumer.subscribe([self.topic], on_assign=self._assigned,
                                 on_revoke=self._revoked, on_lost=self._lost)
 
+    def bind(
+        self,
+        on_assign: Callable[[list[int]], Mapping[int, int | None]],
+        on_revoke: Callable[[list[int], bool], None],
+    ) -> KafkaSource:
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        return self
+
     def _assigned(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        assert self._on_assign is not None, "bind() comes before the first poll"
         seeks = self._on_assign([tp.partition for tp in tps])
         positioned = [
             TopicPartition(self.topic, p, self._start if off is None else off)
@@ -52,6 +66,7 @@ class KafkaSource:
             consumer.assign(positioned)
 
     def _revoked(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        assert self._on_revoke is not None, "bind() comes before the first poll"
         self._on_revoke([tp.partition for tp in tps], False)
         if self._cooperative:
             consumer.incremental_unassign(tps)
@@ -59,6 +74,7 @@ class KafkaSource:
             consumer.unassign()
 
     def _lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        assert self._on_revoke is not None, "bind() comes before the first poll"
         self._on_revoke([tp.partition for tp in tps], True)
         if self._cooperative:
             consumer.incremental_unassign(tps)
@@ -117,4 +133,7 @@ class KafkaSource:
         return tp.offset >= 0 and tp.offset < high
 
     def close(self) -> None:
-        self.consumer.close()
+        """Leave the group (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self.consumer.close()

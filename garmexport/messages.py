@@ -18,6 +18,9 @@ from garmexport.config import Config
 class StartExport:
     config: Config
     instance: str
+    #: a KafkaSource already subscribed (the join under way), or None to subscribe now;
+    #: a live object, which the in-process actor system passes as it is
+    source: object = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class StartReader:
     config: Config
     instance: str
     exporter: object  # the top actor's address
+    source: object = None  # see StartExport
 
 
 # reader -> writer

@@ -36,8 +36,12 @@ def actor_system() -> ActorSystem:
     return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
 
 
-def run_export(config: Config, instance: str | None = None) -> int:
-    """Export until stopped (signal) or failed; return the process exit code."""
+def run_export(config: Config, instance: str | None = None, source: object = None) -> int:
+    """Export until stopped (signal) or failed; return the process exit code.
+
+    ``source``: a KafkaSource subscribed early (see :class:`garmexport.kafka_source.KafkaSource`),
+    or None to subscribe when the reader starts.
+    """
     instance = instance or new_instance_id()
     stop_signal.install(config.protocol.shutdown_timeout_s + 10.0)
     log_event(log, "starting", instance=instance, topic=config.source.topic,
@@ -46,7 +50,7 @@ def run_export(config: Config, instance: str | None = None) -> int:
     asys = actor_system()
     try:
         top = asys.createActor(ExporterActor)
-        asys.tell(top, StartExport(config, instance))
+        asys.tell(top, StartExport(config, instance, source))
         stop_sent = False
         while True:
             msg = asys.listen(timedelta(seconds=0.5))
@@ -59,3 +63,5 @@ def run_export(config: Config, instance: str | None = None) -> int:
                 asys.tell(top, StopExport("signal"))
     finally:
         asys.shutdown()
+        if source is not None:
+            source.close()  # type: ignore[attr-defined]  # the reader may not have got to it
