@@ -234,24 +234,24 @@ def _find_bad(
     parts[0::2] = _prefixes(payloads)
     parts[1::2] = payloads
     found: list[tuple[int, DecodeFailure]] = []
-
-    def search(lo: int, hi: int) -> None:
+    # Bisection with an explicit stack of ranges, taken in index order. (A recursive inner
+    # function would be a reference cycle per call, holding every payload until the
+    # cyclic garbage collector runs.)
+    todo = [(0, len(payloads))]
+    while todo:
+        lo, hi = todo.pop()
         if hi - lo >= _LINEAR_BELOW:
             try:
                 wrapper.FromString(b"".join(parts[2 * lo : 2 * hi]))
-                return
             except DecodeError:
                 mid = (lo + hi) // 2
-                search(lo, mid)
-                search(mid, hi)
-                return
+                todo += ((mid, hi), (lo, mid))
+            continue
         for i in range(lo, hi):
             try:
                 message.FromString(payloads[i])
             except DecodeError as exc:
                 found.append((i, DecodeFailure(reason, str(exc))))
-
-    search(0, len(payloads))
     return found
 
 

@@ -7,6 +7,7 @@ makes that safe), 143 on a second SIGTERM.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -23,6 +24,22 @@ from garmexport.logs import log_event
 from garmexport.messages import ExportStopped, StartExport, StopExport
 
 log = logging.getLogger("garmexport.run")
+
+
+#: CPython's default collector thresholds are (700, 10, 10). The export loop allocates
+#: millions of short-lived containers (Kafka records, routed lists, batches) and leaves no
+#: reference cycles (tests/pipeline/test_no_cycles.py), yet the defaults ran the collector
+#: about 1,500 times per million events, each pass walking the large record lists it
+#: found in the young generations: 0.5 to 0.76 s of about 10 CPU-seconds. With these
+#: thresholds it runs a few times per million events.
+GC_THRESHOLDS = (50_000, 20, 20)
+
+
+def tune_gc() -> None:
+    """Collect less often, and never scan what start-up loaded (modules, descriptors)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def new_instance_id() -> str:
@@ -47,6 +64,7 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
     log_event(log, "starting", instance=instance, topic=config.source.topic,
               root=config.output.root, base=config.actors.system_base)
     started = time.monotonic()
+    tune_gc()
     asys = actor_system()
     try:
         top = asys.createActor(ExporterActor)
