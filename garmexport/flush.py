@@ -12,7 +12,7 @@ Times are monotonic seconds supplied by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
@@ -79,3 +79,22 @@ def writers_to_flush(
 def next_backoff_s(attempt: int, initial_s: float, max_s: float) -> float:
     """Delay before retry number ``attempt`` (1-based): doubling from ``initial_s``, capped."""
     return min(max_s, initial_s * (2 ** max(0, attempt - 1)))
+
+
+def burst_ends_in(burst: int, min_burst: int, last_record_s: float, idle_s: float,
+                  now_s: float, behind: Callable[[], bool]) -> float | None:
+    """Seconds until a partition's burst (a catch-up) counts as ended; <= 0: it has.
+
+    None when there is no burst to end: the idle flush is off (``idle_s`` 0), or fewer
+    than ``min_burst`` records arrived since the last idle flush (a trickle keeps to the
+    age limit instead of becoming a file per record). A burst ends ``idle_s`` after its
+    last record, unless ``behind()`` says the consumer has more of the partition waiting
+    (it is only waiting its turn, not quiet): then None as well. ``behind`` is only asked
+    once the time is up.
+    """
+    if idle_s <= 0 or burst < min_burst:
+        return None
+    left = last_record_s + idle_s - now_s
+    if left <= 0 and behind():
+        return None
+    return left

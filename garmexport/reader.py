@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from garmexport.config import Config
-from garmexport.flush import WriterLoad, writers_to_flush
+from garmexport.flush import WriterLoad, burst_ends_in, writers_to_flush
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
@@ -242,20 +242,10 @@ class Reader:
 
     # --- timer ----------------------------------------------------------------------
     def _idle_in(self, p: int, a: _Assigned, now: float) -> float | None:
-        """Seconds until the partition's burst counts as ended (<= 0: it has); None: no burst.
-
-        A burst (a catch-up) that ended on a quiet partition is published at once rather
-        than when its files' age runs out; a sparse stream never counts as a burst, so it
-        does not turn into one file per event. A partition that is only waiting its turn
-        in the consumer's queue (the broker has more of it) is not quiet.
-        """
+        """Seconds until the partition's burst ends (flush.burst_ends_in)."""
         w = self.cfg.writer
-        if w.idle_flush_s <= 0 or a.burst < w.decode_batch_records:
-            return None
-        left = a.last_record_s + w.idle_flush_s - now
-        if left <= 0 and self._kafka.behind(p):
-            return None
-        return left
+        return burst_ends_in(a.burst, w.decode_batch_records, a.last_record_s, w.idle_flush_s,
+                             now, lambda: self._kafka.behind(p))
 
     def flush_idle(self) -> float | None:
         """Publish the open files of partitions whose burst ended; called after every poll.

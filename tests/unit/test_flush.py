@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from garmexport.flush import FlushLimits, OpenFileInfo, WriterLoad, due, next_backoff_s, writers_to_flush
+from garmexport.flush import (
+    FlushLimits, OpenFileInfo, WriterLoad, burst_ends_in, due, next_backoff_s, writers_to_flush,
+)
 
 LIMITS = FlushLimits(max_file_rows=100, max_file_bytes=1000, max_file_age_s=60.0)
 
@@ -37,3 +40,37 @@ def test_what_stays_open_fits_the_budget_and_the_oldest_go_first(writers, max_fi
     if chosen:  # nothing kept is older than something chosen
         newest_chosen = max(w.oldest_open_s for w in writers if w.key in chosen)
         assert all(w.oldest_open_s >= newest_chosen for w in kept)
+
+
+def never_behind() -> bool:
+    return False
+
+
+def always_behind() -> bool:
+    return True
+
+
+def test_a_burst_ends_idle_s_after_its_last_record():
+    assert burst_ends_in(500, 100, last_record_s=10.0, idle_s=0.5, now_s=10.2, behind=never_behind) == pytest.approx(0.3)
+    assert burst_ends_in(500, 100, last_record_s=10.0, idle_s=0.5, now_s=10.5, behind=never_behind) == 0.0
+    assert burst_ends_in(500, 100, last_record_s=10.0, idle_s=0.5, now_s=12.0, behind=never_behind) < 0
+
+
+def test_no_burst_when_too_few_records_arrived_or_the_idle_flush_is_off():
+    assert burst_ends_in(99, 100, last_record_s=0.0, idle_s=0.5, now_s=9.0, behind=never_behind) is None
+    assert burst_ends_in(500, 100, last_record_s=0.0, idle_s=0.0, now_s=9.0, behind=never_behind) is None
+
+
+def test_a_partition_with_records_waiting_in_the_consumer_is_not_quiet():
+    assert burst_ends_in(500, 100, last_record_s=0.0, idle_s=0.5, now_s=9.0, behind=always_behind) is None
+
+
+def test_the_consumer_is_asked_only_once_the_time_is_up():
+    asked = []
+
+    def behind() -> bool:
+        asked.append(1)
+        return True
+
+    assert burst_ends_in(500, 100, last_record_s=10.0, idle_s=0.5, now_s=10.1, behind=behind) > 0
+    assert asked == []
