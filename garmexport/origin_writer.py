@@ -78,6 +78,20 @@ class StoreBackoff:
 _BACKOFFS: dict[str, StoreBackoff] = {}
 
 
+def _compact(piece: pa.Table) -> pa.Table:
+    """``piece``, or a copy of it when it keeps much more memory alive than it uses.
+
+    A day's slice of a decoded batch keeps the whole batch's buffers alive for as long as
+    its open file lives (up to ``max_file_age_s``), while the memory budget counts only the
+    slice's rows: a late event's 3-row slice pinned 530 KB. Copying such slices (a small
+    share of the rows, so cheap) keeps the budget true. In a test with 2,000 open files of
+    a few rows each, RSS above the idle process fell from 150 MiB to 97 MiB.
+    """
+    if piece.get_total_buffer_size() > 2 * piece.nbytes:
+        return piece.take(pa.array(range(piece.num_rows), pa.int32()))
+    return piece
+
+
 class OriginWriter:
     def __init__(
         self, config: Config, storage: Storage, origin: str, partition: int,
@@ -198,6 +212,7 @@ class OriginWriter:
             key = (kind, day)
             room = max_rows - (self._files.get(key).rows if key in self._files else 0)
             piece, part = part.slice(0, room), part.slice(room)
+            piece = _compact(piece)
             offs = piece.column("kafka_offset")
             self._files.add(kind, day, piece, offs[0].as_py(), offs[-1].as_py(),
                             piece.num_rows, piece.nbytes, now)

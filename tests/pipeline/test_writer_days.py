@@ -61,3 +61,23 @@ def test_records_of_several_days_with_bad_ones_land_in_their_days_in_offset_orde
     got_bad = sorted(o for f in tmp_path.glob("_quarantine/**/*.parquet")
                      for o in pq.read_table(f).column("kafka_offset").to_pylist())
     assert got_bad == quarantined
+
+
+def test_open_files_hold_no_more_memory_than_twice_what_they_account_for(tmp_path):
+    """A day's slice of a batch would keep the whole batch's memory alive while the
+    memory budget counts only its rows: the writer copies such slices."""
+    cfg = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": str(tmp_path)})
+    w = OriginWriter(cfg, LocalStorage(str(tmp_path), "x"), FS.output, 0)
+    w.reset(1, OriginState(-1, {}), -1)
+    header = HEADER(hostname="h").SerializeToString()
+    days = [DAY] * 4000 + [DAY + 1] * 20 + [DAY + 2] * 3  # two small late-day slices
+    values = [encode(FS.marker, d * MS_PER_DAY + 5, header,
+                     FS.message(uri=f"u{i}").SerializeToString()) for i, d in enumerate(days)]
+    w.handle_batch(Batch(1, len(days) - 1, tuple(range(len(days))), tuple(values),
+                         (DAY * MS_PER_DAY,) * len(days), tuple(days), ()))
+    assert len(w._files.keys()) == 3
+    for key in w._files.keys():
+        f = w._files.get(key)
+        held = sum(p.get_total_buffer_size() for p in f.pieces)
+        used = sum(p.nbytes for p in f.pieces)
+        assert held <= 2 * used, (key, held, used)
