@@ -40,7 +40,8 @@ from tests.seaweed import Seaweed
 from tests.webhdfs_server import WebHdfsServer
 
 RECORDS = 40_000
-RATE = 2_000  # records/s: the stream lasts 20 s, and the kills land while it flows
+RATE = 1_000  # records/s: the stream lasts 40 s, and the kills (each with a group join
+# of a few seconds) land while it flows
 PARTITIONS = [0, 1, 2, 3]
 RANDOM_KILLS = 4
 SEED = 20261122

@@ -3,8 +3,9 @@
 300k generated records (4 partitions, several days, late events, rare types, every kind of
 bad record) are produced once. The exporter is then killed at chosen points (right after a
 file is published, before any marker knows it; right after a marker is written, before
-older markers and intents are deleted) and at random moments (SIGKILL after a seeded
-random delay), restarted each time, and finally left to catch up and stopped with SIGTERM.
+older markers and intents are deleted), stopped once with SIGTERM in mid-stream, killed at
+random moments (SIGKILL after a seeded random delay), restarted each time, and finally
+left to catch up and stopped with SIGTERM.
 ``garmexport verify`` must then find every record exactly once.
 """
 
@@ -56,6 +57,21 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
             assert code == 137, f"{name} exited {code}, not at its crash point:\n{run.tail()}"
             assert run.events("assigned"), run.tail()
 
+        # A clean stop in mid-stream: open files are published, final markers written. Before
+        # the random kills, which may carry the export close to its end.
+        run = start("sigterm-mid")
+        run.wait_event("assigned", timeout_s=60)
+        time.sleep(0.3)
+        before = committed_upto(str(root), topic, sorted(ends))
+        # the stop is asked for while work remains (the flush it triggers may then finish it)
+        assert sum(v or 0 for v in before.values()) < sum(ends.values()), "caught up before the stop"
+        assert run.terminate() == 0, run.tail()
+        assert "settled=True" in run.wait_event("stopped", timeout_s=5)["reason"], run.tail()
+        assert foreign_visible_files(root) == []
+        after = committed_upto(str(root), topic, sorted(ends))
+        assert all((after[p] or 0) >= (before[p] or 0) for p in ends), (before, after)
+        print(f"SIGTERM in mid-stream: markers {before} -> {after} (ends {ends})")
+
         # Random moments: SIGKILL a seeded random delay after the assignment.
         rng = random.Random(SEED)
         mid_stream = 0
@@ -73,20 +89,6 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
                   f"markers then at {upto}")
         # The kills must have hit the export while it worked, not an idle process.
         assert mid_stream >= 3, f"only {mid_stream} random kills landed before the end"
-
-        # A clean stop in mid-stream: open files are published, final markers written.
-        run = start("sigterm-mid")
-        run.wait_event("assigned", timeout_s=60)
-        time.sleep(0.3)
-        before = committed_upto(str(root), topic, sorted(ends))
-        # the stop is asked for while work remains (the flush it triggers may then finish it)
-        assert sum(v or 0 for v in before.values()) < sum(ends.values()), "caught up before the stop"
-        assert run.terminate() == 0, run.tail()
-        assert "settled=True" in run.wait_event("stopped", timeout_s=5)["reason"], run.tail()
-        assert foreign_visible_files(root) == []
-        after = committed_upto(str(root), topic, sorted(ends))
-        assert all((after[p] or 0) >= (before[p] or 0) for p in ends), (before, after)
-        print(f"SIGTERM in mid-stream: markers {before} -> {after} (ends {ends})")
 
         final = start("final")
         resumed = final.wait_event("assigned", timeout_s=60)["seeks"]
