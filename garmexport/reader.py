@@ -260,24 +260,28 @@ class Reader:
             if left is None:
                 continue
             if left <= 0:
-                self._send_pending(p, a, now, force=True)
-                for origin in a.reset_sent:
-                    self._send(origin, p, FlushOpen(a.epoch, 0))
-                a.burst = 0
+                self._end_burst(p, a, now)
             else:
                 wait = left if wait is None else min(wait, left)
         return wait
+
+    def _end_burst(self, p: int, a: _Assigned, now: float) -> None:
+        """Hand over what is gathered and publish every open file of the partition."""
+        self._send_pending(p, a, now, force=True)
+        for origin in a.reset_sent:
+            self._send(origin, p, FlushOpen(a.epoch, 0))
+        a.burst = 0
 
     def tick(self, final: bool = False) -> None:
         now = self._clock()
         for p, a in self.assigned.items():
             left = self._idle_in(p, a, now)
-            idle = left is not None and left <= 0
-            self._send_pending(p, a, now, force=final or idle)
+            if left is not None and left <= 0:
+                self._end_burst(p, a, now)
+                continue
+            self._send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
-                self._send(origin, p, FlushOpen(a.epoch, 0) if idle else Tick(a.epoch))
-            if idle:
-                a.burst = 0
+                self._send(origin, p, Tick(a.epoch))
         self._enforce_budget()
         self.write_markers(now, force=final)
         self._update_gauges(now)
