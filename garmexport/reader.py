@@ -190,11 +190,6 @@ class Reader:
                     a.epoch, a.ledger.processed, tuple(b.offsets), tuple(b.values),
                     tuple(b.kafka_ts), tuple(b.days), tuple(b.bad)))
 
-    def send_all_pending(self) -> None:
-        now = self._clock()
-        for p, a in self.assigned.items():
-            self._send_pending(p, a, now, force=True)
-
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
         a = self.assigned.get(r.partition)
@@ -287,10 +282,10 @@ class Reader:
         self._update_gauges(now)
 
     def flush_all(self) -> None:
-        self.send_all_pending()
+        """Hand over everything gathered and publish every open file (a stop)."""
+        now = self._clock()
         for p, a in self.assigned.items():
-            for origin in a.reset_sent:
-                self._send(origin, p, FlushOpen(a.epoch, 0))
+            self._end_burst(p, a, now)
 
     def settled(self) -> bool:
         """No batch in flight and no open file anywhere: safe to write final markers."""
