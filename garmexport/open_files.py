@@ -31,7 +31,8 @@ class OpenFile:
     last_offset: int
     opened_at_s: float
     rows: int = 0
-    nbytes: int = 0
+    nbytes: int = 0  # values, towards max_file_bytes
+    held: int = 0  # memory kept alive, towards the process's memory budget
     pieces: list[object] = field(default_factory=list)
 
     @property
@@ -52,9 +53,10 @@ class OpenFiles:
 
     def add(
         self, kind: str, day: str, piece: object, first: int, last: int, rows: int,
-        nbytes: int, now_s: float,
+        nbytes: int, now_s: float, held: int | None = None,
     ) -> None:
-        """Append a piece holding offsets ``first``..``last`` (in order) to its chain's file."""
+        """Append a piece holding offsets ``first``..``last`` (in order) to its chain's file;
+        ``nbytes`` of values, keeping ``held`` bytes of memory alive (``nbytes`` if None)."""
         if first <= self.skip_bound(kind, day):
             raise ValueError(f"offset {first} of chain {kind}/{day} is already published")
         f = self._files.get((kind, day))
@@ -65,6 +67,7 @@ class OpenFiles:
         f.last_offset = last
         f.rows += rows
         f.nbytes += nbytes
+        f.held += nbytes if held is None else held
         f.pieces.append(piece)
 
     def open_first(self) -> int | None:
@@ -98,7 +101,8 @@ class OpenFiles:
 
     @property
     def buffered_bytes(self) -> int:
-        return sum(f.nbytes for f in self._files.values())
+        """Memory the open files keep alive (what the memory budget counts)."""
+        return sum(f.held for f in self._files.values())
 
     def __len__(self) -> int:
         return len(self._files)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from garmexport import columns
+from garmexport import columns, held_rows
 from garmexport.config import Config
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.events import by_output
@@ -76,20 +76,6 @@ class StoreBackoff:
 
 
 _BACKOFFS: dict[str, StoreBackoff] = {}
-
-
-def _compact(piece: pa.Table) -> pa.Table:
-    """``piece``, or a copy of it when it keeps much more memory alive than it uses.
-
-    A day's slice of a decoded batch keeps the whole batch's buffers alive for as long as
-    its open file lives (up to ``max_file_age_s``), while the memory budget counts only the
-    slice's rows: a late event's 3-row slice pinned 530 KB. Copying such slices (a small
-    share of the rows, so cheap) keeps the budget true. In a test with 2,000 open files of
-    a few rows each, RSS above the idle process fell from 150 MiB to 97 MiB.
-    """
-    if piece.get_total_buffer_size() > 2 * piece.nbytes:
-        return piece.take(pa.array(range(piece.num_rows), pa.int32()))
-    return piece
 
 
 class OriginWriter:
@@ -212,10 +198,10 @@ class OriginWriter:
             key = (kind, day)
             room = max_rows - (self._files.get(key).rows if key in self._files else 0)
             piece, part = part.slice(0, room), part.slice(room)
-            piece = _compact(piece)
             offs = piece.column("kafka_offset")
-            self._files.add(kind, day, piece, offs[0].as_py(), offs[-1].as_py(),
-                            piece.num_rows, piece.nbytes, now)
+            kept = held_rows.keep(piece)
+            self._files.add(kind, day, kept, offs[0].as_py(), offs[-1].as_py(),
+                            piece.num_rows, piece.nbytes, now, held_rows.held_bytes(kept))
             if part.num_rows:
                 self._publish([key], now, force=True)
                 if self._halted:
@@ -267,8 +253,9 @@ class OriginWriter:
         for key in keys:
             f = self._files.get(key)
             started = time.monotonic()
+            tables = held_rows.tables(f.pieces)
             try:
-                path, nbytes = self._publish_one(f)
+                path, nbytes = self._publish_one(f, tables)
                 crash_point("publish")
             except PublishConflict as conflict:
                 self._fenced = conflict.path
@@ -288,19 +275,19 @@ class OriginWriter:
             self._failures = 0
             self._backoff.failures = 0
             self._files.published(key)
-            last_ms = max(pc.max(p.column("timestamp")).as_py() or 0 for p in f.pieces) if f.kind == DATA else 0
+            last_ms = max(pc.max(t.column("timestamp")).as_py() or 0 for t in tables) if f.kind == DATA else 0
             self._published.append(Published(
                 f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path,
                 IntentName(self._origin, f.kind, f.day, f.first_offset).format(),
                 time.monotonic() - started, last_ms or 0,
             ))
 
-    def _publish_one(self, f) -> tuple[str, int]:  # noqa: ANN001 - OpenFile
+    def _publish_one(self, f, tables: list[pa.Table]) -> tuple[str, int]:  # noqa: ANN001 - OpenFile
         src = self._cfg.source
         name = FileName(src.cluster, src.topic, self._partition, f.first_offset,
                         self._origin if f.kind == QUARANTINE else None)
         facts = FileFacts(src.cluster, src.topic, self._partition, f.first_offset, f.last_offset, f.rows)
-        data = to_parquet_bytes(f.pieces, facts, self._cfg.output.compression)
+        data = to_parquet_bytes(tables, facts, self._cfg.output.compression)
         intent = IntentName(self._origin, f.kind, f.day, f.first_offset)
         return publish_file(self._storage, name, intent, data), len(data)
 

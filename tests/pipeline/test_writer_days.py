@@ -16,6 +16,7 @@ from garmexport.events import REGISTRY, HEADER
 from garmexport.frames import encode
 from garmexport.messages import Batch
 from garmexport.naming import day_name
+from garmexport.held_rows import Packed
 from garmexport.origin_writer import OriginWriter
 from garmexport.resume import OriginState
 from garmexport.storage.local import LocalStorage
@@ -65,7 +66,7 @@ def test_records_of_several_days_with_bad_ones_land_in_their_days_in_offset_orde
 
 def test_open_files_hold_no_more_memory_than_twice_what_they_account_for(tmp_path):
     """A day's slice of a batch would keep the whole batch's memory alive while the
-    memory budget counts only its rows: the writer copies such slices."""
+    memory budget counts only its rows: the writer packs small and pinning slices."""
     cfg = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": str(tmp_path)})
     w = OriginWriter(cfg, LocalStorage(str(tmp_path), "x"), FS.output, 0)
     w.reset(1, OriginState(-1, {}), -1)
@@ -78,6 +79,7 @@ def test_open_files_hold_no_more_memory_than_twice_what_they_account_for(tmp_pat
     assert len(w._files.keys()) == 3
     for key in w._files.keys():
         f = w._files.get(key)
-        held = sum(p.get_total_buffer_size() for p in f.pieces)
-        used = sum(p.nbytes for p in f.pieces)
-        assert held <= 2 * used, (key, held, used)
+        held = sum(len(m) for p in f.pieces if isinstance(p, Packed) for m in p.messages)
+        held += sum(p.get_total_buffer_size() for p in f.pieces if not isinstance(p, Packed))
+        assert held <= f.held, (key, held, f.held)
+        assert f.held <= 2 * max(f.nbytes, 4096), (key, f.held, f.nbytes)
