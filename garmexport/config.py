@@ -97,7 +97,8 @@ class WriterConfig(_Section):
     max_file_age_s: float = _f(60.0, "seconds after which an open file is committed", min=0)
     max_open_files: int = _f(2000, "open files per process; the oldest is committed beyond",
                              min=1)
-    max_buffered_bytes: int = _f(128 * MiB, "bytes buffered in open writers before the "
+    max_buffered_bytes: int = _f(128 * MiB, "memory for events held (open files, as they "
+                                 "cost, and records gathered for the writers) before the "
                                  "oldest files are committed", min=1)
     batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
     poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)

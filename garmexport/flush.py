@@ -57,13 +57,16 @@ class WriterLoad:
 
 
 def writers_to_flush(
-    writers: Iterable[WriterLoad], max_open_files: int, max_buffered_bytes: int
+    writers: Iterable[WriterLoad], max_open_files: int, max_buffered_bytes: int,
+    pending_bytes: int = 0,
 ) -> list[object]:
     """Keys of the writers to flush whole, oldest open file first, so that what stays open
-    (writers already asked to flush do not count) fits both budgets."""
+    (writers already asked to flush do not count) fits both budgets. ``pending_bytes``
+    (records gathered for the writers, not yet theirs) counts against the byte budget but
+    cannot be flushed: when it alone exceeds the budget, every writer is flushed."""
     loads = [w for w in writers if w.open_files]
     files = sum(w.open_files for w in loads if not w.flush_requested)
-    nbytes = sum(w.buffered_bytes for w in loads if not w.flush_requested)
+    nbytes = pending_bytes + sum(w.buffered_bytes for w in loads if not w.flush_requested)
     chosen: list[object] = []
     for w in sorted(loads, key=lambda w: w.oldest_open_s):
         if files <= max_open_files and nbytes <= max_buffered_bytes:

@@ -67,7 +67,8 @@ class Metrics:
         self._quarantined = counter("quarantined", "Records sent to quarantine.", "type", "reason")
         self._open_writers = gauge("open_writers", "Writers holding buffered or open data.")
         self._open_files = gauge("open_files", "Files open for writing (one per type, partition, day).")
-        self._buffered = gauge("buffered_bytes", "Bytes buffered in open files, not yet published.")
+        self._buffered = gauge("buffered_bytes", "Bytes of events held in memory: open files "
+                               "and records gathered for the writers.")
         self._oldest_age = gauge("oldest_open_file_age_seconds", "Age of the oldest open file.")
         self._watermark = gauge(
             "low_watermark_offset", "Committed low watermark W: every event up to it is committed.", *tp)

@@ -167,6 +167,7 @@ class Reader:
                 held[0].extend(b)
         a.ledger.routed_upto(upto, records[-1].timestamp()[1])  # type: ignore[attr-defined]
         self._send_pending(partition, a, now)
+        self._enforce_budget()  # what is still gathered counts against the byte budget
         m, topic = self.metrics, self.cfg.source.topic
         m.consumed(topic, partition, routed.records)
         if routed.not_exported:
@@ -297,10 +298,15 @@ class Reader:
         loads = [WriterLoad((p, o), v.open_files, v.buffered_bytes, v.oldest_open_s or 0.0,
                             v.flush_requested)
                  for p, a in self.assigned.items() for o, v in a.writers.items()]
-        for p, origin in writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes):  # type: ignore[misc]
+        chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, self._pending_bytes())
+        for p, origin in chosen:  # type: ignore[misc]
             a = self.assigned[p]
             a.writers[origin].flush_requested = True
             self._send(origin, p, FlushOpen(a.epoch, 0))
+
+    def _pending_bytes(self) -> int:
+        """Bytes of the records gathered for the writers, not yet sent."""
+        return sum(b.nbytes for a in self.assigned.values() for b, _ in a.pending.values())
 
     def write_markers(self, now: float, force: bool = False) -> None:
         self.markers.write_due({p: (a.ledger, a.keeper) for p, a in self.assigned.items()},
@@ -335,5 +341,6 @@ class Reader:
         oldest = min((v.oldest_open_s for v in views if v.oldest_open_s is not None), default=None)
         self.metrics.set_writers(
             sum(1 for v in views if v.open_files), sum(v.open_files for v in views),
-            sum(v.buffered_bytes for v in views), 0.0 if oldest is None else now - oldest)
+            sum(v.buffered_bytes for v in views) + self._pending_bytes(),
+            0.0 if oldest is None else now - oldest)
 

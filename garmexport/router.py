@@ -50,6 +50,8 @@ class OriginBatch:
     days: list[int] = field(default_factory=list)
     #: (index in this batch, reason, detail, key) of records known bad before decoding
     bad: list[tuple[int, str, str, bytes | None]] = field(default_factory=list)
+    #: bytes of the values: what the batch holds in memory, for the memory budget
+    nbytes: int = 0
 
     def extend(self, more: OriginBatch) -> None:
         """Append ``more`` (later offsets of the same origin)."""
@@ -58,6 +60,7 @@ class OriginBatch:
         self.values.extend(more.values)
         self.kafka_ts.extend(more.kafka_ts)
         self.days.extend(more.days)
+        self.nbytes += more.nbytes
         self.bad.extend((base + i, reason, detail, key) for i, reason, detail, key in more.bad)
 
 
@@ -128,6 +131,8 @@ def route(records: Iterable[object], lows: Mapping[str, int], window: Window) ->
         sink[5](day)
     for origin in [o for o, b in batches.items() if not b.offsets]:
         del batches[origin]  # every record of the origin was already committed
+    for b in batches.values():
+        b.nbytes = sum(map(len, filter(None, b.values)))
     out.skipped_committed = skipped
     out.last_offset = last
     out.records = sum(len(b.offsets) for b in batches.values()) + skipped + out.not_exported

@@ -74,3 +74,32 @@ _ALL = ("FS_EVENT", "GC_EVENT", "JVMSTATS_EVENT", "CONTAINER_MONITORING_EVENT",
         "SPARK_RDD_STORAGE_STATUS_EVENT", "APPLICATION_EVENT", "CONTAINER_EVENT",
         "FLINK_JOB_MANAGER_EVENT", "FLINK_JOB_EVENT", "FLINK_TASK_MANAGER_EVENT",
         "FLINK_TASK_EVENT", "FLINK_OPERATOR_EVENT", "FLINK_KAFKA_CONSUMER_EVENT")
+
+
+def test_records_gathered_for_the_writers_count_against_the_byte_budget(tmp_path):
+    """Records the reader holds back to make a larger batch are memory too: when they and the
+    open files are over the byte budget, the oldest files are published."""
+    cfg = load_config(None, {
+        "GARMEXPORT_OUTPUT_ROOT": str(tmp_path / "out"),
+        "GARMEXPORT_WRITER_MAX_BUFFERED_BYTES": "300000",
+        "GARMEXPORT_WRITER_MAX_FILE_AGE_S": "100000",
+        "GARMEXPORT_WRITER_IDLE_FLUSH_S": "0",
+        "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "1000000",
+        "GARMEXPORT_WRITER_DECODE_BATCH_WAIT_S": "1000",
+    })
+    storage = LocalStorage(str(tmp_path / "out"), "x")
+    owner = Owner(cfg, storage)
+    owner.reader.assign([0, 1])
+    spec = Spec(now_ms=int(time.time() * 1000), partitions=1, days=1, late_share=0.0,
+                mix={"FS_EVENT": 1.0})
+    records = [FakeRecord(i, r.value, r.timestamp_ms) for i, r in enumerate(generate(spec, 3000))]
+    owner.feed(1, records[:300])
+    owner.tick(2000)  # past decode_batch_wait_s: partition 1's records go to its writer
+    [writer] = [w for (o, p), w in owner.writers.items() if p == 1]
+    assert len(writer._files) == 1 and writer._files.buffered_bytes < 300_000
+    gathered = records[:2000]
+    assert sum(len(r.value()) for r in gathered) > 300_000
+    owner.feed(0, gathered)  # held back: far from a full decode batch, not old
+    assert not any(p == 0 for _, p in owner.writers)
+    assert len(writer._files) == 0, "the open file should be published to make room"
+    assert list((tmp_path / "out").glob("fs/day=*/*.parquet"))
