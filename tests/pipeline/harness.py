@@ -8,12 +8,15 @@ messages are delivered and when the timer ticks, so races can be staged precisel
 from __future__ import annotations
 
 import itertools
+import time
 from collections import deque
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
 from garmexport.config import Config
+from garmexport.events import EXPORTED
+from garmexport.generator import Spec, generate
 from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
 from garmexport.metrics import Metrics
 from garmexport.origin_writer import OriginWriter
@@ -124,3 +127,15 @@ class Owner:
         self.reader.flush_all()
         self.deliver()
         self.reader.write_markers(self.clock(), force=True)
+
+
+def every_type_by_partition(partitions: int, count: int) -> dict[int, list[FakeRecord]]:
+    """``count`` generated records of every exported type (uniform mix) over 3 days, 20 %
+    late, as each partition's records in offset order."""
+    spec = Spec(now_ms=int(time.time() * 1000), partitions=partitions, days=3,
+                late_share=0.2, mix={t.name: 1.0 for t in EXPORTED})
+    by_partition: dict[int, list[FakeRecord]] = {p: [] for p in range(partitions)}
+    for r in generate(spec, count):
+        recs = by_partition[r.partition]
+        recs.append(FakeRecord(len(recs), r.value, r.timestamp_ms))
+    return by_partition

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import gc
 import os
-import time
 
 from garmexport.config import load_config
-from garmexport.generator import Spec, generate
 from garmexport.storage.local import LocalStorage
-from tests.pipeline.harness import FakeRecord, Owner
-from tests.pipeline.test_memory_budget import _ALL
+from tests.pipeline.harness import Owner, every_type_by_partition
 
 MiB = 1024 * 1024
 PARTITIONS = 16
@@ -37,12 +34,7 @@ def test_rss_of_many_small_open_pieces_stays_within_what_the_budget_counts(tmp_p
     })
     owner = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
     owner.reader.assign(range(PARTITIONS))
-    spec = Spec(now_ms=int(time.time() * 1000), partitions=PARTITIONS, days=3,
-                late_share=0.2, mix={n: 1.0 for n in _ALL})
-    by_partition: dict[int, list[FakeRecord]] = {p: [] for p in range(PARTITIONS)}
-    for r in generate(spec, 24_000):
-        recs = by_partition[r.partition]
-        recs.append(FakeRecord(len(recs), r.value, r.timestamp_ms))
+    by_partition = every_type_by_partition(PARTITIONS, 24_000)
     # warm up: every type decoded and published once (decoders and the Parquet writer load
     # a fixed ~17 MiB on first use, which no budget is about), then nothing open
     for p, recs in by_partition.items():

@@ -15,7 +15,7 @@ from garmexport.config import load_config
 from garmexport.generator import Spec, generate
 from garmexport.storage.local import LocalStorage
 from garmexport.verify import read_output
-from tests.pipeline.harness import FakeRecord, Owner
+from tests.pipeline.harness import FakeRecord, Owner, every_type_by_partition
 
 PARTITIONS = 32
 BUDGET_BYTES = 1_000_000
@@ -37,12 +37,7 @@ def test_buffered_bytes_and_open_files_stay_within_the_budget(tmp_path, pressed)
     storage = LocalStorage(str(tmp_path / "out"), "x")
     owner = Owner(cfg, storage)
     owner.reader.assign(range(PARTITIONS))
-    spec = Spec(now_ms=int(time.time() * 1000), partitions=PARTITIONS, days=3,
-                late_share=0.2, mix={n: 1.0 for n in _ALL})
-    by_partition: dict[int, list[FakeRecord]] = {p: [] for p in range(PARTITIONS)}
-    for r in generate(spec, 10_000):
-        recs = by_partition[r.partition]
-        recs.append(FakeRecord(len(recs), r.value, r.timestamp_ms))
+    by_partition = every_type_by_partition(PARTITIONS, 10_000)
     worst_bytes = worst_files = 0
     batch_bytes = 0
     for start in range(0, max(len(v) for v in by_partition.values()), BATCH):
@@ -66,14 +61,6 @@ def test_buffered_bytes_and_open_files_stay_within_the_budget(tmp_path, pressed)
     held, _ = read_output(storage, cfg.source.topic)
     total = sum(len(v) for v in by_partition.values())
     assert sum(len(v) for v in held.values()) == total and all(len(v) == 1 for v in held.values())
-
-
-_ALL = ("FS_EVENT", "GC_EVENT", "JVMSTATS_EVENT", "CONTAINER_MONITORING_EVENT",
-        "SPARK_STAGE_EVENT", "SPARK_STAGE_STATE_EVENT", "SPARK_EXECUTOR_STATE_EVENT",
-        "SPARK_TASK_EVENT", "SPARK_EXECUTOR_STORAGE_STATUS_EVENT",
-        "SPARK_RDD_STORAGE_STATUS_EVENT", "APPLICATION_EVENT", "CONTAINER_EVENT",
-        "FLINK_JOB_MANAGER_EVENT", "FLINK_JOB_EVENT", "FLINK_TASK_MANAGER_EVENT",
-        "FLINK_TASK_EVENT", "FLINK_OPERATOR_EVENT", "FLINK_KAFKA_CONSUMER_EVENT")
 
 
 def test_records_gathered_for_the_writers_count_against_the_byte_budget(tmp_path):
