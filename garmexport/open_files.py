@@ -53,10 +53,10 @@ class OpenFiles:
 
     def add(
         self, kind: str, day: str, piece: object, first: int, last: int, rows: int,
-        nbytes: int, now_s: float, held: int | None = None,
+        nbytes: int, now_s: float, held: int,
     ) -> None:
         """Append a piece holding offsets ``first``..``last`` (in order) to its chain's file;
-        ``nbytes`` of values, keeping ``held`` bytes of memory alive (``nbytes`` if None)."""
+        ``nbytes`` of values, keeping ``held`` bytes of memory alive."""
         if first <= self.skip_bound(kind, day):
             raise ValueError(f"offset {first} of chain {kind}/{day} is already published")
         f = self._files.get((kind, day))
@@ -67,7 +67,7 @@ class OpenFiles:
         f.last_offset = last
         f.rows += rows
         f.nbytes += nbytes
-        f.held += nbytes if held is None else held
+        f.held += held
         f.pieces.append(piece)
 
     def open_first(self) -> int | None:

@@ -295,10 +295,17 @@ class Reader:
     def _enforce_budget(self) -> None:
         """Over the open-file or buffered-byte budget: flush whole writers, oldest first."""
         w = self.cfg.writer
+        views = [v for a in self.assigned.values() for v in a.writers.values()]
+        pending = self._pending_bytes()
+        # checked after every poll: when everything (even writers already asked to flush)
+        # fits, writers_to_flush would choose none, so skip building its loads
+        if (sum(v.open_files for v in views) <= w.max_open_files
+                and sum(v.buffered_bytes for v in views) + pending <= w.max_buffered_bytes):
+            return
         loads = [WriterLoad((p, o), v.open_files, v.buffered_bytes, v.oldest_open_s or 0.0,
                             v.flush_requested)
                  for p, a in self.assigned.items() for o, v in a.writers.items()]
-        chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, self._pending_bytes())
+        chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, pending)
         for p, origin in chosen:  # type: ignore[misc]
             a = self.assigned[p]
             a.writers[origin].flush_requested = True

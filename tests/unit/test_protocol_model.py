@@ -112,7 +112,7 @@ class Exporter:
         for e in evs:
             if e.offset <= w.skip_bound("d", e.day):
                 continue
-            w.add("d", e.day, e.offset, e.offset, e.offset, 1, 1, 0.0)
+            w.add("d", e.day, e.offset, e.offset, e.offset, 1, 1, 0.0, 1)
         self.upto[origin] = upto
         self.reports.append((origin, dict(handled=1, upto=upto, open_first=w.open_first())))
 
