@@ -102,7 +102,7 @@ class WriterConfig(_Section):
                                  "oldest files are committed", min=1)
     batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
     poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)
-    idle_flush_s: float = _f(0.5, "after a burst of at least decode_batch_records records, a "
+    idle_flush_s: float = _f(0.25, "after a burst of at least decode_batch_records records, a "
                              "partition quiet for this long has its open files published "
                              "(0: only the age, row and size limits)",
                              min=0)
