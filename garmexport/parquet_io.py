@@ -50,13 +50,25 @@ class FileFacts:
             raise ValueError(f"no garmexport metadata {exc}") from None
 
 
+#: Columns whose values are (nearly) all distinct within a file: Kafka offsets rise by one
+#: per row and event times rarely repeat, so a dictionary as large as the column costs
+#: hashing every value and bytes in every file. They are written plain (and compressed).
+UNIQUE_COLUMNS = frozenset({"kafka_offset", "timestamp"})
+
+
 def to_parquet_bytes(tables: Sequence[pa.Table], facts: FileFacts, compression: str) -> bytes:
     """One Parquet file holding ``tables`` (same schema) in order, with ``facts`` attached."""
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **facts.metadata()})
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression, row_group_size=256 * 1024)
+    pq.write_table(table, sink, compression=compression, row_group_size=256 * 1024,
+                   use_dictionary=dictionary_columns(table.schema))
     return sink.getvalue().to_pybytes()
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns written dictionary-encoded: all but ``UNIQUE_COLUMNS``."""
+    return [name for name in schema.names if name not in UNIQUE_COLUMNS]
 
 
 def facts_from_tail(tail: bytes) -> FileFacts:
