@@ -169,22 +169,36 @@ def _split(values: Sequence[bytes]) -> tuple[list[int], list[bytes], list[bytes]
     return stamps, headers, bodies
 
 
+# Compute functions called directly: ``pc.equal`` and friends parse their arguments on every
+# call, which is most of the cost on the small columns of a small batch (rare types).
+_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH = map(
+    pc.get_function, ("equal", "invert", "if_else", "list_value_length"))
+_NO_ITEMS = pa.scalar(0, pa.int32())
+
+
+@functools.cache
+def _default_of(field: FieldDescriptor) -> pa.Scalar | None:
+    """The proto3 default of a singular field as the scalar its column holds (None: repeated)."""
+    if field.is_repeated:
+        return None
+    if field.type == _F.TYPE_ENUM:
+        return pa.scalar(field.enum_type.values_by_number[0].name, pa.string())
+    return pa.scalar(field.default_value, arrow_type(field))
+
+
 def _nulled(column: pa.Array, field: FieldDescriptor) -> pa.Array:
     """Apply the value rules to one ptars column (non-null on input)."""
-    if field.is_repeated:
-        empty = pc.equal(pc.list_value_length(column), 0)
+    default = _default_of(field)
+    if default is None:
+        empty = _EQUAL.call([_LIST_LENGTH.call([column]), _NO_ITEMS])
         return pa.ListArray.from_arrays(column.offsets, column.values, STRING_LIST, mask=empty)
     if field.type == _F.TYPE_UINT64:
         column = column.cast(pa.int64(), safe=False)  # keep the 64 bits, see module docstring
-    if field.type == _F.TYPE_ENUM:
-        default = field.enum_type.values_by_number[0].name
-    else:
-        default = pa.scalar(field.default_value, column.type)
-    is_default = pc.equal(column, default)
+    is_default = _EQUAL.call([column, default])
     if column.offset != 0:
-        return pc.if_else(is_default, pa.scalar(None, column.type), column)
+        return _IF_ELSE.call([is_default, pa.scalar(None, column.type), column])
     # Zero copy: the negated mask's bitmap becomes the validity bitmap.
-    validity = pc.invert(is_default).buffers()[1]
+    validity = _INVERT.call([is_default]).buffers()[1]
     return pa.Array.from_buffers(column.type, len(column), [validity, *column.buffers()[1:]])
 
 
