@@ -61,14 +61,10 @@ def to_parquet_bytes(tables: Sequence[pa.Table], facts: FileFacts, compression: 
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), **facts.metadata()})
     sink = pa.BufferOutputStream()
+    dictionary = [name for name in table.schema.names if name not in UNIQUE_COLUMNS]
     pq.write_table(table, sink, compression=compression, row_group_size=256 * 1024,
-                   use_dictionary=dictionary_columns(table.schema))
+                   use_dictionary=dictionary)
     return sink.getvalue().to_pybytes()
-
-
-def dictionary_columns(schema: pa.Schema) -> list[str]:
-    """The columns written dictionary-encoded: all but ``UNIQUE_COLUMNS``."""
-    return [name for name in schema.names if name not in UNIQUE_COLUMNS]
 
 
 def facts_from_tail(tail: bytes) -> FileFacts:
