@@ -13,7 +13,8 @@ int64. Every column is nullable. Value rules, shared with ``columns_reference``:
   JVM exporter's Parquet files did: Hive tables built on them read the column as bigint,
   whereas a Parquet UINT_64 column would read as decimal(20,0) in Spark.
 
-Decoding is batch oriented (:func:`decode_batch`): per record only slicing in Python; the
+Decoding is batch oriented (:func:`decode_batch`), with no Python step per record: the
+frames are cut into header and body arrays over whole columns (``frame_arrays``), and the
 protobuf parse runs in C twice. First upb (the generated classes) parses the whole batch as
 one wrapper message ``repeated T item = 1`` (same verdict as parsing each record alone, and
 it is the judge of what is bad, shared with the reference decoder and ``frames.decode``);
@@ -25,10 +26,10 @@ corrupt messages upb rejects, and panics on some.
 from __future__ import annotations
 
 import functools
-import struct
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import ptars
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +38,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.internal.encoder import _VarintBytes
 from google.protobuf.message import DecodeError, Message
 
+from garmexport import frame_arrays
 from garmexport.events import FILE_DESCRIPTORS, HEADER, EXPORTED, EventType, SectionFlattening
 from garmexport.frames import DecodeFailure, Reason
 
@@ -53,7 +55,6 @@ _SCALARS = {
     _F.TYPE_BOOL: pa.bool_(), _F.TYPE_ENUM: pa.string(),
 }  # fmt: skip
 _LINEAR_BELOW = 32  # bisection stops and parses record by record below this many records
-_head_lengths = struct.Struct(">qii").unpack_from  # timestamp, H, B from byte 4
 
 
 def arrow_type(field: FieldDescriptor) -> pa.DataType:
@@ -87,28 +88,38 @@ def decode_batch(
     header or body does not parse come back as ``(index, failure)`` with BAD_HEADER (checked
     first) or BAD_BODY, never as exceptions.
     """
-    stamps, headers, bodies = _split(values)
+    frames = frame_arrays.frames_array(values)
+    if frames is None:  # 2 GiB or more of frames: two halves, each in one array
+        half = len(values) // 2
+        first, first_failed = decode_batch(event_type, values[:half], partition, offsets[:half])
+        rest, rest_failed = decode_batch(event_type, values[half:], partition, offsets[half:])
+        return (pa.concat_tables([first, rest]),
+                first_failed + [(half + i, failure) for i, failure in rest_failed])
+    if len(frames) == 0:
+        return schema_for(event_type).empty_table(), []
+    stamps, headers, bodies = frame_arrays.split(frames)
+    kafka_offsets = np.asarray(offsets, np.int64)
     distinct = _Distinct.of(headers)
     by_index = dict(_find_bad(event_type.message, bodies, Reason.BAD_BODY))
     bad_headers = _find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
     if bad_headers:  # a bad header hides the body
         by_index.update(distinct.expand(bad_headers))
     failures = sorted(by_index.items(), key=lambda item: item[0])
-    offsets = list(offsets)
     if failures:
-        keep = [i for i in range(len(values)) if i not in by_index]
-        stamps, headers, bodies, offsets = (
-            [seq[i] for i in keep] for seq in (stamps, headers, bodies, offsets)
-        )
+        keep = np.ones(len(frames), bool)
+        keep[[i for i, _ in failures]] = False
+        mask = pa.array(keep)
+        stamps, kafka_offsets = stamps[keep], kafka_offsets[keep]
+        headers, bodies = headers.filter(mask), bodies.filter(mask)
         distinct = _Distinct.of(headers)
     try:
-        header_batch = _handler(HEADER.DESCRIPTOR).list_to_record_batch(distinct.values)
-        body_batch = _handler(event_type.message.DESCRIPTOR).list_to_record_batch(bodies)
+        header_batch = _handler(HEADER.DESCRIPTOR).array_to_record_batch(distinct.values)
+        body_batch = _handler(event_type.message.DESCRIPTOR).array_to_record_batch(bodies)
     except BaseException as exc:  # a Rust panic surfaces as a BaseException
         if not _is_converter_bug(exc):
             raise
         good = [value for i, value in enumerate(values) if i not in by_index]
-        return _reference(event_type, good, partition, offsets), failures
+        return _reference(event_type, good, partition, kafka_offsets.tolist()), failures
     arrays = [_nulled(header_batch.column(f.name), f) for f in HEADER.DESCRIPTOR.fields]
     if distinct.index is not None:
         arrays = pa.Table.from_arrays(arrays, names=_HEADER_NAMES).take(distinct.index).columns
@@ -118,9 +129,9 @@ def decode_batch(
         body_fields = event_type.message.DESCRIPTOR.fields
         arrays += [_nulled(body_batch.column(f.name), f) for f in body_fields]
     arrays += [
-        pa.array(stamps, pa.int64()),
+        pa.array(stamps),
         pa.repeat(pa.scalar(partition, pa.int32()), len(stamps)),
-        pa.array(offsets, pa.int64()),
+        pa.array(kafka_offsets),
     ]
     return pa.Table.from_arrays(arrays, schema=schema_for(event_type)), failures
 
@@ -139,40 +150,31 @@ class _Distinct:
 
     __slots__ = ("values", "index")
 
-    def __init__(self, values: list[bytes], index: pa.Array | None) -> None:
+    def __init__(self, values: pa.BinaryArray, index: pa.Array | None) -> None:
         self.values, self.index = values, index
 
     @classmethod
-    def of(cls, headers: list[bytes]) -> _Distinct:
-        first: dict[bytes, int] = {}
-        setdefault = first.setdefault
-        index = [setdefault(h, len(first)) for h in headers]
-        if 2 * len(first) > len(headers):
+    def of(cls, headers: pa.BinaryArray) -> _Distinct:
+        encoded = _DICTIONARY_ENCODE.call([headers])  # dictionary in order of first sight
+        if 2 * len(encoded.dictionary) > len(headers):
             return cls(headers, None)
-        return cls(list(first), pa.array(index, pa.int32()))
+        return cls(encoded.dictionary, encoded.indices)
 
     def expand(self, found: list[tuple[int, DecodeFailure]]) -> list[tuple[int, DecodeFailure]]:
         """Failures of distinct headers as failures of every record that has them."""
         if self.index is None:
             return found
         by_distinct = dict(found)
-        return [(i, by_distinct[j]) for i, j in enumerate(self.index.to_pylist()) if j in by_distinct]
-
-
-def _split(values: Sequence[bytes]) -> tuple[list[int], list[bytes], list[bytes]]:
-    stamps, headers, bodies = [], [], []
-    for value in values:
-        stamp, header_len, _ = _head_lengths(value, 4)
-        stamps.append(stamp)
-        headers.append(value[20 : 20 + header_len])
-        bodies.append(value[20 + header_len :])
-    return stamps, headers, bodies
+        index = self.index.to_numpy()
+        hit = np.flatnonzero(np.isin(index, list(by_distinct)))
+        return [(int(i), by_distinct[int(index[i])]) for i in hit]
 
 
 # Compute functions called directly: ``pc.equal`` and friends parse their arguments on every
 # call, which is most of the cost on the small columns of a small batch (rare types).
-_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH = map(
-    pc.get_function, ("equal", "invert", "if_else", "list_value_length"))
+_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH, _DICTIONARY_ENCODE, _JOIN, _BINARY_LENGTH = map(
+    pc.get_function, ("equal", "invert", "if_else", "list_value_length", "dictionary_encode",
+                      "binary_join_element_wise", "binary_length"))
 _NO_ITEMS = pa.scalar(0, pa.int32())
 
 
@@ -240,47 +242,56 @@ def _parse_int64(texts: pa.Array) -> pa.Array:
 
 
 def _find_bad(
-    message: type[Message], payloads: list[bytes], reason: Reason
+    message: type[Message], payloads: pa.BinaryArray, reason: Reason
 ) -> list[tuple[int, DecodeFailure]]:
     """Indexes of payloads upb cannot parse as ``message``, with upb's error text."""
+    n = len(payloads)
+    if n == 0:
+        return []
     wrapper = _wrappers()[message.DESCRIPTOR.full_name]
-    parts: list[bytes] = [b""] * (2 * len(payloads))  # item head, payload, item head, ...
-    parts[0::2] = _prefixes(payloads)
-    parts[1::2] = payloads
+    # the wrapper message: per payload, an item head (field 1's tag, the length as varint)
+    # and the payload; joined element-wise in Arrow, so item i spans cuts[i]..cuts[i + 1]
+    items = _JOIN.call([_prefixes(_BINARY_LENGTH.call([payloads])), payloads, _NO_SEPARATOR])
+    _, cuts_buf, data_buf = items.buffers()
+    cuts = np.frombuffer(cuts_buf, np.int32, n + 1, items.offset * 4)
+    base = int(cuts[0])
+    whole = data_buf[base:int(cuts[-1])].to_pybytes() if data_buf is not None else b""
     found: list[tuple[int, DecodeFailure]] = []
     # Bisection with an explicit stack of ranges, taken in index order. (A recursive inner
     # function would be a reference cycle per call, holding every payload until the
     # cyclic garbage collector runs.)
-    todo = [(0, len(payloads))]
+    todo = [(0, n)]
     while todo:
         lo, hi = todo.pop()
         if hi - lo >= _LINEAR_BELOW:
             try:
-                wrapper.FromString(b"".join(parts[2 * lo : 2 * hi]))
+                wrapper.FromString(whole[cuts[lo] - base : cuts[hi] - base])
             except DecodeError:
                 mid = (lo + hi) // 2
                 todo += ((mid, hi), (lo, mid))
             continue
         for i in range(lo, hi):
             try:
-                message.FromString(payloads[i])
+                message.FromString(payloads[i].as_py())
             except DecodeError as exc:
                 found.append((i, DecodeFailure(reason, str(exc))))
     return found
 
 
+_NO_SEPARATOR = pa.scalar(b"", pa.binary())
+
+
 @functools.cache
-def _prefix_table() -> tuple[bytes, ...]:
-    return tuple(b"\x0a" + _VarintBytes(n) for n in range(1 << 14))
+def _prefix_table() -> pa.BinaryArray:
+    return pa.array([b"\x0a" + _VarintBytes(n) for n in range(1 << 14)], pa.binary())
 
 
-def _prefixes(payloads: list[bytes]) -> list[bytes]:
-    """Per payload, tag of field 1 (length delimited) and the varint length: an item head."""
-    table = _prefix_table()
+def _prefixes(lengths: pa.Int32Array) -> pa.BinaryArray:
+    """Per payload length, tag of field 1 (length delimited) and the varint length."""
     try:
-        return list(map(table.__getitem__, map(len, payloads)))  # loops in C
+        return _prefix_table().take(lengths)
     except IndexError:  # a payload of 16 KiB or more
-        return [b"\x0a" + _VarintBytes(len(p)) for p in payloads]
+        return pa.array([b"\x0a" + _VarintBytes(n) for n in lengths.to_pylist()], pa.binary())
 
 
 @functools.cache

@@ -258,8 +258,32 @@ def test_a_failing_native_converter_falls_back_to_the_reference_rows(monkeypatch
     expected = columns_reference.decode_batch(FS, values, 0, [0, 1])
 
     class Broken:
-        def list_to_record_batch(self, payloads):
+        def array_to_record_batch(self, payloads):
             raise ValueError("converter bug")
 
     monkeypatch.setattr(columns, "_handler", lambda descriptor: Broken())
     assert_same(decode_batch(FS, values, 0, [0, 1]), expected)
+
+
+def test_frames_that_do_not_fit_one_array_are_decoded_in_halves(monkeypatch):
+    """Past 2 GiB of frames (ptars reads 32-bit offsets only), a batch is decoded in halves:
+    the same rows, and failures at their index in the whole batch."""
+    values = [encode(1, 10 + i, HEADER(hostname=f"h{i % 2}"), FS.message(uri=f"u{i}"))
+              for i in range(7)]
+    values[5] = encode(1, 1, b"", b"\x5b\x44")  # a bad body, in the second half
+    whole = decode_batch(FS, values, 0, list(range(100, 107)))
+    real = columns.frame_arrays.frames_array
+    monkeypatch.setattr(columns.frame_arrays, "frames_array",
+                        lambda vs: None if len(vs) > 2 else real(vs))
+    halves = decode_batch(FS, values, 0, list(range(100, 107)))
+    assert_same(halves, whole)
+    assert [i for i, _ in halves[1]] == [5]
+
+
+def test_payloads_of_16_kib_and_more_are_checked_like_small_ones():
+    big = FS.message(uri="x" * 20_000).SerializeToString()
+    values = [encode(1, 1, HEADER(id="x"), big), encode(1, 2, HEADER(id="x"), big[:-1])]
+    native = decode_batch(FS, values, 0, [0, 1])
+    assert [(i, f.reason) for i, f in native[1]] == [(1, Reason.BAD_BODY)]
+    assert native[0].column("uri").to_pylist() == ["x" * 20_000]
+    assert_same(native, columns_reference.decode_batch(FS, values, 0, [0, 1]))
