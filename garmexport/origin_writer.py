@@ -199,9 +199,10 @@ class OriginWriter:
             room = max_rows - (self._files.get(key).rows if key in self._files else 0)
             piece, part = part.slice(0, room), part.slice(room)
             offs = piece.column("kafka_offset")
-            kept = held_rows.keep(piece)
+            nbytes = piece.nbytes
+            kept = held_rows.keep(piece, nbytes)
             self._files.add(kind, day, kept, offs[0].as_py(), offs[-1].as_py(),
-                            piece.num_rows, piece.nbytes, now, held_rows.held_bytes(kept))
+                            piece.num_rows, nbytes, now, held_rows.held_bytes(kept, nbytes))
             if part.num_rows:
                 self._publish([key], now, force=True)
                 if self._halted:

@@ -35,17 +35,17 @@ def test_a_kept_slice_comes_back_equal(rows, data):
     start = data.draw(st.integers(0, len(rows) - 1))
     length = data.draw(st.integers(1, len(rows) - start))
     part = table.slice(start, length)
-    [back] = tables([keep(part)])
+    [back] = tables([keep(part, part.nbytes)])
     assert back.schema == SCHEMA
     assert back.to_pylist() == part.to_pylist()
 
 
 def test_a_small_piece_is_packed_and_costs_exactly_its_messages():
     part = _table([{"s": f"x{i}", "tags": ["a"], "n": i, "f": 1.0, "b": True} for i in range(100)]).slice(10, 3)
-    piece = keep(part)
+    piece = keep(part, part.nbytes)
     assert isinstance(piece, Packed)
-    assert held_bytes(piece) == sum(len(m) for m in piece.messages)
-    assert held_bytes(piece) < 4096  # no copy of the whole batch went into it
+    assert held_bytes(piece, part.nbytes) == sum(len(m) for m in piece.messages)
+    assert held_bytes(piece, part.nbytes) < 4096  # no copy of the whole batch went into it
 
 
 def _big(rows: int) -> pa.Table:
@@ -57,25 +57,26 @@ def test_a_large_slice_stays_zero_copy_and_counts_its_columns():
     table = _big(20_000)
     part = table.slice(1_000, 15_000)  # most of its batch: pins little beyond itself
     assert part.nbytes >= PACK_BELOW_BYTES
-    piece = keep(part)
+    piece = keep(part, part.nbytes)
     assert piece is part
-    assert held_bytes(piece) == part.nbytes + NODE_OVERHEAD_BYTES * 7  # 6 columns + list child
+    held = held_bytes(piece, part.nbytes)
+    assert held == part.nbytes + NODE_OVERHEAD_BYTES * 7  # 6 columns + list child
 
 
 def test_a_large_slice_that_would_pin_its_batch_is_packed():
     table = _big(60_000)
     part = table.slice(0, 12_000)  # a fifth of its batch
     assert part.nbytes >= PACK_BELOW_BYTES
-    piece = keep(part)
+    piece = keep(part, part.nbytes)
     assert isinstance(piece, Packed)
-    assert held_bytes(piece) <= 1.2 * part.nbytes
+    assert held_bytes(piece, part.nbytes) <= 1.2 * part.nbytes
     assert tables([piece])[0].equals(part)
 
 
 def test_quarantine_rows_round_trip():
     table = quarantine_table("topic", 3, "fs", [5, 9], [1000, 2000], [b"k", None],
                              [b"\x00\x01frame", None], ["bad_body", "no_value"], ["why", ""])
-    [back] = tables([keep(table.slice(1, 1))])
+    [back] = tables([keep(table.slice(1, 1), table.slice(1, 1).nbytes)])
     assert back.equals(table.slice(1, 1))
 
 
