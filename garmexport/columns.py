@@ -89,7 +89,7 @@ def decode_batch(
     first) or BAD_BODY, never as exceptions.
     """
     frames = frame_arrays.frames_array(values)
-    if frames is None:  # 2 GiB or more of frames: two halves, each in one array
+    if frames is None:  # too many bytes for one array: two halves
         half = len(values) // 2
         first, first_failed = decode_batch(event_type, values[:half], partition, offsets[:half])
         rest, rest_failed = decode_batch(event_type, values[half:], partition, offsets[half:])

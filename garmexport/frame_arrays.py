@@ -25,10 +25,17 @@ from garmexport.frames import HEAD_SIZE
 #: the frame head: type marker, event time (ms), header length, body length
 HEAD_DTYPE = np.dtype([("marker", ">i4"), ("timestamp", ">i8"), ("header", ">i4"), ("body", ">i4")])
 _HEAD_BYTES = np.arange(HEAD_SIZE, dtype=np.int64)
+#: the frames of one array stay under 1 GiB: ptars reads 32-bit offsets only (2 GiB), and
+#: the upb check's wrapper message adds an item head to every payload
+MAX_ARRAY_BYTES = 1 << 30
 def frames_array(values: Sequence[bytes]) -> pa.BinaryArray | None:
-    """The frames in one binary array, or None if they do not fit in one (2 GiB)."""
-    frames = pa.array(values, pa.binary())
-    return None if isinstance(frames, pa.ChunkedArray) else frames  # overflowed: chunked
+    """The frames in one binary array, or None if more than one frame and over
+    :data:`MAX_ARRAY_BYTES` (the caller splits them)."""
+    frames = pa.array(values, pa.binary())  # chunked if it overflowed 2 GiB
+    if len(values) > 1 and (isinstance(frames, pa.ChunkedArray)
+                            or frames.get_total_buffer_size() > MAX_ARRAY_BYTES):
+        return None
+    return frames
 
 
 def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.BinaryArray]:
