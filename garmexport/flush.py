@@ -56,6 +56,12 @@ class WriterLoad:
     flush_requested: bool = False
 
 
+def fits(open_files: int, buffered_bytes: int, max_open_files: int,
+         max_buffered_bytes: int) -> bool:
+    """Whether what is open stays within both budgets of a process."""
+    return open_files <= max_open_files and buffered_bytes <= max_buffered_bytes
+
+
 def writers_to_flush(
     writers: Iterable[WriterLoad], max_open_files: int, max_buffered_bytes: int,
     pending_bytes: int = 0,
@@ -69,7 +75,7 @@ def writers_to_flush(
     nbytes = pending_bytes + sum(w.buffered_bytes for w in loads if not w.flush_requested)
     chosen: list[object] = []
     for w in sorted(loads, key=lambda w: w.oldest_open_s):
-        if files <= max_open_files and nbytes <= max_buffered_bytes:
+        if fits(files, nbytes, max_open_files, max_buffered_bytes):
             break
         if w.flush_requested:
             continue

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from garmexport.config import Config
-from garmexport.flush import WriterLoad, burst_ends_in, writers_to_flush
+from garmexport.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
@@ -299,8 +299,8 @@ class Reader:
         pending = self._pending_bytes()
         # checked after every poll: when everything (even writers already asked to flush)
         # fits, writers_to_flush would choose none, so skip building its loads
-        if (sum(v.open_files for v in views) <= w.max_open_files
-                and sum(v.buffered_bytes for v in views) + pending <= w.max_buffered_bytes):
+        if fits(sum(v.open_files for v in views), sum(v.buffered_bytes for v in views) + pending,
+                w.max_open_files, w.max_buffered_bytes):
             return
         loads = [WriterLoad((p, o), v.open_files, v.buffered_bytes, v.oldest_open_s or 0.0,
                             v.flush_requested)
