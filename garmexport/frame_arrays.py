@@ -38,6 +38,13 @@ def frames_array(values: Sequence[bytes]) -> pa.BinaryArray | None:
     return frames
 
 
+def read_heads(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The heads of the frames that start at ``starts`` in ``data`` (bytes, each frame at
+    least HEAD_SIZE long), as a structured array of :data:`HEAD_DTYPE`."""
+    at = starts.astype(np.int64)[:, None] + _HEAD_BYTES
+    return data[at].view(HEAD_DTYPE).reshape(len(starts))
+
+
 def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.BinaryArray]:
     """(event times as int64, header bytes, body bytes) of whole frames, in their order.
 
@@ -51,8 +58,7 @@ def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.Binary
     starts = offsets[:-1]
     if frames.null_count or int(np.min(offsets[1:] - starts)) < HEAD_SIZE:
         raise ValueError("a value shorter than a frame head reached the decoder")
-    data = np.frombuffer(data_buf, np.uint8)
-    heads = data[starts[:, None].astype(np.int64) + _HEAD_BYTES].view(HEAD_DTYPE).reshape(n)
+    heads = read_heads(np.frombuffer(data_buf, np.uint8), starts)
     header_ends = starts + HEAD_SIZE + heads["header"].astype(np.int32)
     # element 3i is frame i's head, 3i+1 its header, 3i+2 its body
     cuts = np.empty(3 * n + 1, np.int32)
