@@ -28,6 +28,8 @@ _HEAD_BYTES = np.arange(HEAD_SIZE, dtype=np.int64)
 #: the frames of one array stay under 1 GiB: ptars reads 32-bit offsets only (2 GiB), and
 #: the upb check's wrapper message adds an item head to every payload
 MAX_ARRAY_BYTES = 1 << 30
+
+
 def frames_array(values: Sequence[bytes]) -> pa.BinaryArray | None:
     """The frames in one binary array, or None if more than one frame and over
     :data:`MAX_ARRAY_BYTES` (the caller splits them)."""
@@ -59,12 +61,11 @@ def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.Binary
     if frames.null_count or int(np.min(offsets[1:] - starts)) < HEAD_SIZE:
         raise ValueError("a value shorter than a frame head reached the decoder")
     heads = read_heads(np.frombuffer(data_buf, np.uint8), starts)
-    header_ends = starts + HEAD_SIZE + heads["header"].astype(np.int32)
     # element 3i is frame i's head, 3i+1 its header, 3i+2 its body
     cuts = np.empty(3 * n + 1, np.int32)
     cuts[0:-1:3] = starts
     cuts[1::3] = starts + HEAD_SIZE
-    cuts[2::3] = header_ends
+    cuts[2::3] = cuts[1::3] + heads["header"].astype(np.int32)
     cuts[-1] = offsets[-1]
     parts = pa.Array.from_buffers(pa.binary(), 3 * n, [None, pa.py_buffer(cuts), data_buf])
     headers = parts.take(pa.array(np.arange(1, 3 * n, 3)))
