@@ -15,11 +15,9 @@ int64. Every column is nullable. Value rules, shared with ``columns_reference``:
 
 Decoding is batch oriented (:func:`decode_batch`), with no Python step per record: the
 frames are cut into header and body arrays over whole columns (``frame_arrays``), and the
-protobuf parse runs in C twice. First upb (the generated classes) parses the whole batch as
-one wrapper message ``repeated T item = 1`` (same verdict as parsing each record alone, and
-it is the judge of what is bad, shared with the reference decoder and ``frames.decode``);
-if the batch fails, bisection finds the bad records. Then ptars turns the good payloads into
-Arrow columns, which Arrow compute post-processes. ptars alone would not do: it accepts some
+protobuf parse runs in C twice. First upb, the judge of what is bad that the reference
+decoder and ``frames.decode`` use too, checks the batch (``upb_check``). Then ptars turns
+the good payloads into Arrow columns, which Arrow compute post-processes. ptars alone would not do: it accepts some
 corrupt messages upb rejects, and panics on some.
 """
 
@@ -33,13 +31,10 @@ import numpy as np
 import ptars
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.internal.encoder import _VarintBytes
-from google.protobuf.message import DecodeError, Message
 
-from garmexport import frame_arrays
-from garmexport.events import FILE_DESCRIPTORS, HEADER, EXPORTED, EventType, SectionFlattening
+from garmexport import frame_arrays, upb_check
+from garmexport.events import FILE_DESCRIPTORS, HEADER, EventType, SectionFlattening
 from garmexport.frames import DecodeFailure, Reason
 
 STRING_LIST = pa.list_(pa.field("item", pa.string(), nullable=False))
@@ -54,7 +49,6 @@ _SCALARS = {
     _F.TYPE_UINT64: pa.int64(), _F.TYPE_FLOAT: pa.float32(), _F.TYPE_DOUBLE: pa.float64(),
     _F.TYPE_BOOL: pa.bool_(), _F.TYPE_ENUM: pa.string(),
 }  # fmt: skip
-_LINEAR_BELOW = 32  # bisection stops and parses record by record below this many records
 
 
 def arrow_type(field: FieldDescriptor) -> pa.DataType:
@@ -100,8 +94,8 @@ def decode_batch(
     stamps, headers, bodies = frame_arrays.split(frames)
     kafka_offsets = np.asarray(offsets, np.int64)
     distinct = _Distinct.of(headers)
-    by_index = dict(_find_bad(event_type.message, bodies, Reason.BAD_BODY))
-    bad_headers = _find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
+    by_index = dict(upb_check.find_bad(event_type.message, bodies, Reason.BAD_BODY))
+    bad_headers = upb_check.find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
     if bad_headers:  # a bad header hides the body
         by_index.update(distinct.expand(bad_headers))
     failures = sorted(by_index.items(), key=lambda item: item[0])
@@ -172,9 +166,8 @@ class _Distinct:
 
 # Compute functions called directly: ``pc.equal`` and friends parse their arguments on every
 # call, which is most of the cost on the small columns of a small batch (rare types).
-_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH, _DICTIONARY_ENCODE, _JOIN, _BINARY_LENGTH = map(
-    pc.get_function, ("equal", "invert", "if_else", "list_value_length", "dictionary_encode",
-                      "binary_join_element_wise", "binary_length"))
+_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH, _DICTIONARY_ENCODE = map(
+    pc.get_function, ("equal", "invert", "if_else", "list_value_length", "dictionary_encode"))
 _NO_ITEMS = pa.scalar(0, pa.int32())
 
 
@@ -239,85 +232,6 @@ def _parse_int64(texts: pa.Array) -> pa.Array:
     numbers = pc.cast(pc.if_else(well_formed, texts, pa.scalar(None, pa.string())), _DEC)
     in_range = pc.and_(pc.greater_equal(numbers, _INT64_MIN), pc.less_equal(numbers, _INT64_MAX))
     return pc.cast(pc.if_else(in_range, numbers, pa.scalar(None, _DEC)), pa.int64())
-
-
-def _find_bad(
-    message: type[Message], payloads: pa.BinaryArray, reason: Reason
-) -> list[tuple[int, DecodeFailure]]:
-    """Indexes of payloads upb cannot parse as ``message``, with upb's error text."""
-    n = len(payloads)
-    if n == 0:
-        return []
-    wrapper = _wrappers()[message.DESCRIPTOR.full_name]
-    # the wrapper message: per payload, an item head (field 1's tag, the length as varint)
-    # and the payload; joined element-wise in Arrow, so item i spans cuts[i]..cuts[i + 1]
-    items = _JOIN.call([_prefixes(_BINARY_LENGTH.call([payloads])), payloads, _NO_SEPARATOR])
-    _, cuts_buf, data_buf = items.buffers()
-    cuts = np.frombuffer(cuts_buf, np.int32, n + 1, items.offset * 4)
-    base = int(cuts[0])
-    whole = data_buf[base:int(cuts[-1])].to_pybytes() if data_buf is not None else b""
-    found: list[tuple[int, DecodeFailure]] = []
-    # Bisection with an explicit stack of ranges, taken in index order. (A recursive inner
-    # function would be a reference cycle per call, holding every payload until the
-    # cyclic garbage collector runs.)
-    todo = [(0, n)]
-    while todo:
-        lo, hi = todo.pop()
-        if hi - lo >= _LINEAR_BELOW:
-            try:
-                wrapper.FromString(whole[cuts[lo] - base : cuts[hi] - base])
-            except DecodeError:
-                mid = (lo + hi) // 2
-                todo += ((mid, hi), (lo, mid))
-            continue
-        for i in range(lo, hi):
-            try:
-                message.FromString(payloads[i].as_py())
-            except DecodeError as exc:
-                found.append((i, DecodeFailure(reason, str(exc))))
-    return found
-
-
-_NO_SEPARATOR = pa.scalar(b"", pa.binary())
-
-
-@functools.cache
-def _prefix_table() -> pa.BinaryArray:
-    return pa.array([b"\x0a" + _VarintBytes(n) for n in range(1 << 14)], pa.binary())
-
-
-def _prefixes(lengths: pa.Int32Array) -> pa.BinaryArray:
-    """Per payload length, tag of field 1 (length delimited) and the varint length."""
-    try:
-        return _prefix_table().take(lengths)
-    except IndexError:  # a payload of 16 KiB or more
-        return pa.array([b"\x0a" + _VarintBytes(n) for n in lengths.to_pylist()], pa.binary())
-
-
-@functools.cache
-def _wrappers() -> dict[str, type[Message]]:
-    """Message full name -> generated class of ``message Batch { repeated T item = 1; }``."""
-    targets = [HEADER.DESCRIPTOR] + [t.message.DESCRIPTOR for t in EXPORTED]
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="garmexport/_batch_wrappers.proto",
-        package="garmexport.batch",
-        syntax="proto3",
-        dependency=sorted({d.file.name for d in targets}),
-    )
-    for i, target in enumerate(targets):
-        wrapper = proto.message_type.add(name=f"Batch{i}")
-        wrapper.field.add(
-            name="item", number=1, label=_F.LABEL_REPEATED, type=_F.TYPE_MESSAGE,
-            type_name="." + target.full_name,
-        )  # fmt: skip
-    pool = descriptor_pool.Default()
-    pool.Add(proto)
-    return {
-        target.full_name: message_factory.GetMessageClass(
-            pool.FindMessageTypeByName(f"garmexport.batch.Batch{i}")
-        )
-        for i, target in enumerate(targets)
-    }
 
 
 @functools.cache
