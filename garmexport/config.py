@@ -170,6 +170,9 @@ class LogConfig(_Section):
     format: str = _f("text", "log line format", choices=("text", "json"))
     level: str = _f("INFO", "log level",
                     choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    actor_level: str = _f("WARNING", "log level of the actor library (thespian), whose DEBUG "
+                          "lines print every actor message in full",
+                          choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
 
 
 DEFAULT_KAFKA: Mapping[str, object] = {

@@ -117,6 +117,9 @@ class Reader:
         for origin in ORIGINS:
             a.state_last[origin] = tuple(
                 (c.kind, c.day, off) for c, off in rec.state.last.items() if c.origin == origin)
+        log_event(log, "partition_recovered", level=logging.DEBUG, partition=p, seek=seek,
+                  epoch=self._epoch, markers=len(rec.markers), intents=len(rec.intents),
+                  chains=len(rec.state.last))
         old = self.assigned.pop(p, None)
         if old is not None:
             for origin in old.reset_sent:
@@ -207,6 +210,9 @@ class Reader:
         )
         for f in r.published:
             a.keeper.published(IntentName.parse(f.intent))  # type: ignore[arg-type]
+            log_event(log, "file_published", level=logging.DEBUG, partition=r.partition,
+                      origin=r.origin, kind=_KIND_LABEL[f.kind], day=f.day, first=f.first_offset,
+                      last=f.last_offset, rows=f.rows, bytes=f.nbytes, seconds=round(f.seconds, 4))
             self.metrics.published(r.origin, _KIND_LABEL[f.kind], f.rows, f.nbytes, f.seconds)
             if f.kind == "d":
                 self.metrics.exported(r.origin, f.rows)
@@ -263,6 +269,8 @@ class Reader:
 
     def _end_burst(self, p: int, a: _Assigned, now: float) -> None:
         """Hand over what is gathered and publish every open file of the partition."""
+        log_event(log, "flush_burst_end", level=logging.DEBUG, partition=p, records=a.burst,
+                  writers=len(a.reset_sent))
         self._send_pending(p, a, now, force=True)
         for origin in a.reset_sent:
             self._send(origin, p, FlushOpen(a.epoch, 0))
@@ -306,6 +314,9 @@ class Reader:
                             v.flush_requested)
                  for p, a in self.assigned.items() for o, v in a.writers.items()]
         chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, pending)
+        log_event(log, "flush_budget", level=logging.DEBUG, writers=len(chosen),
+                  open_files=sum(v.open_files for v in views),
+                  buffered_bytes=sum(v.buffered_bytes for v in views) + pending)
         for p, origin in chosen:  # type: ignore[misc]
             a = self.assigned[p]
             a.writers[origin].flush_requested = True
