@@ -12,6 +12,11 @@ Invariants:
   and a traceback becomes one quoted ``exc=`` field.
 - Secrets never reach a line: a field (or a key of a nested mapping, such as the Kafka
   client settings) that the configuration calls a secret is replaced by ``***``.
+- Everything the process would print as a log goes through the configured handler: Python
+  warnings (``py.warnings``) and uncaught exceptions, in the main thread or another one
+  (``uncaught_exception``, ERROR, with the traceback as ``exc``), so with
+  ``log.format = "json"`` every line on stderr is JSON. (librdkafka's lines come through
+  :mod:`garmexport.kafka_signals`.)
 - DEBUG stays bounded: a field of a DEBUG line is cut to ``DEBUG_FIELD_MAX_CHARS``, and the
   actor library (logger ``Thespian``, which logs every actor message in full at DEBUG) has
   a level of its own, ``log.actor_level``, WARNING unless asked.
@@ -24,6 +29,7 @@ import json
 import logging
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -134,6 +140,21 @@ def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | No
     root.addHandler(handler)
     root.setLevel(_number(level))
     logging.getLogger(ACTOR_LOGGER).setLevel(max(_number(level), _number(actor_level)))
+    logging.captureWarnings(True)
+    sys.excepthook = _uncaught
+    threading.excepthook = _uncaught_in_thread
+
+
+def _uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    logging.getLogger("garmexport").error("uncaught_exception", exc_info=(kind, exc, tb))
+
+
+def _uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    logging.getLogger("garmexport").error(
+        "uncaught_exception", exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+        extra={_FIELDS: {"thread": getattr(args.thread, "name", "")}})
 
 
 def _number(level: str | int) -> int:

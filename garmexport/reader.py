@@ -54,6 +54,7 @@ class _WriterView:
     open_files: int = 0
     oldest_open_s: float | None = None
     store_failing: bool = False
+    store_error: str = ""
     flush_requested: bool = False
 
 
@@ -138,7 +139,11 @@ class Reader:
             self.metrics.forget_partition(self.cfg.source.topic, p)
         self.metrics.rebalance("lost" if lost else "revoke")
         self._update_partition_gauges()
-        log_event(log, "lost" if lost else "revoked", partitions=sorted(partitions))
+        if lost:
+            log_event(log, "lost", level=logging.WARNING, partitions=sorted(partitions),
+                      reason="the group session expired: partitions taken without a revoke")
+        else:
+            log_event(log, "revoked", partitions=sorted(partitions))
 
     def _writer(self, a: _Assigned, origin: str, p: int) -> None:
         if origin not in a.reset_sent:
@@ -225,11 +230,13 @@ class Reader:
         w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
         w.flush_requested = False
         self._enforce_budget()
+        w.store_error = r.store_error
         if w.store_failing != r.store_failing:
             w.store_failing = r.store_failing
             if r.store_failing:
                 self.metrics.storage_failure("publish")
-                log_event(log, "publish_failed", partition=r.partition, origin=r.origin)
+                log_event(log, "publish_failed", level=logging.WARNING, partition=r.partition,
+                          origin=r.origin, reason=r.store_error or "store failing")
         self._update_pause()
 
     def resync(self, p: int) -> None:
@@ -338,11 +345,16 @@ class Reader:
         return None if a is None else a.ledger.seek_position()
 
     def _update_pause(self) -> None:
-        failing = any(v.store_failing for a in self.assigned.values() for v in a.writers.values())
+        errors = [v.store_error for a in self.assigned.values() for v in a.writers.values()
+                  if v.store_failing]
+        failing = bool(errors)
         if failing and not self.paused:
             self._kafka.pause(sorted(self.assigned))
             self.paused = True
-            log_event(log, "paused", partitions=sorted(self.assigned), reason="store failing")
+            # a writer's own failure says more than another's "waiting" for one
+            why = min(errors, key=lambda e: e.startswith("waiting") or not e)
+            log_event(log, "paused", level=logging.WARNING, partitions=sorted(self.assigned),
+                      reason=f"store failing: {why or 'publish failed'}")
         elif not failing and self.paused:
             self._kafka.resume(sorted(self.assigned))
             self.paused = False

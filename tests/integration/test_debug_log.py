@@ -24,7 +24,7 @@ def test_debug_logs_garmexports_decisions_in_short_lines(broker, tmp_path: Path)
     topic = broker.new_topic(partitions=PARTITIONS)
     produce(broker.bootstrap, topic, RECORDS, partitions=PARTITIONS, seed=6, days=2)
     root = str(tmp_path / "out")
-    env = exporter_env(broker.bootstrap, topic, root, LOG_LEVEL="DEBUG")
+    env = exporter_env(broker.bootstrap, topic, root, LOG_LEVEL="debug")  # any case
     run = Exporter(env, tmp_path, "debug")
     try:
         wait_caught_up(root, topic, topic_ends(broker.bootstrap, topic), timeout_s=120,

@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
+import threading
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -17,12 +20,15 @@ from garmexport.logs import configure, log_event, redact
 def restore_root() -> Iterator[None]:
     root, actors = logging.getLogger(), logging.getLogger("Thespian")
     handlers, level, actor_level = list(root.handlers), root.level, actors.level
+    hooks = sys.excepthook, threading.excepthook
     try:
         yield
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
         actors.setLevel(actor_level)
+        sys.excepthook, threading.excepthook = hooks
+        logging.captureWarnings(False)
 
 
 def capture(fmt: str, level: str = "INFO") -> io.StringIO:
@@ -144,6 +150,27 @@ def test_debug_lines_have_short_fields_and_other_lines_whole_ones() -> None:
     assert short["seeks"].startswith('{"0": 0, "1": 1000') and short["seeks"].endswith("chars)")
     assert whole["traceback"] == "z" * 5000
     assert len(plain["event"]) < 350
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_warnings_and_uncaught_exceptions_are_json_lines_too() -> None:
+    stream = capture("json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("deprecated thing", DeprecationWarning, stacklevel=1)
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    thread = threading.Thread(target=lambda: 1 / 0, name="worker")
+    thread.start()
+    thread.join()
+    warned, main, other = (json.loads(line) for line in lines(stream))
+    assert warned["logger"] == "py.warnings" and "deprecated thing" in warned["event"]
+    assert main["event"] == "uncaught_exception" and main["level"] == "ERROR"
+    assert "RuntimeError: boom" in main["exc"]
+    assert other["event"] == "uncaught_exception" and other["thread"] == "worker"
+    assert "ZeroDivisionError" in other["exc"]
 
 
 @pytest.mark.parametrize("kwargs", [{"fmt": "xml"}, {"level": "LOUD"}, {"actor_level": "LOUD"}])
