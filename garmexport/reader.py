@@ -321,9 +321,10 @@ class Reader:
                             v.flush_requested)
                  for p, a in self.assigned.items() for o, v in a.writers.items()]
         chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, pending)
-        log_event(log, "flush_budget", level=logging.DEBUG, writers=len(chosen),
-                  open_files=sum(v.open_files for v in views),
-                  buffered_bytes=sum(v.buffered_bytes for v in views) + pending)
+        if chosen:
+            log_event(log, "flush_budget", level=logging.DEBUG, writers=len(chosen),
+                      open_files=sum(v.open_files for v in views),
+                      buffered_bytes=sum(v.buffered_bytes for v in views) + pending)
         for p, origin in chosen:  # type: ignore[misc]
             a = self.assigned[p]
             a.writers[origin].flush_requested = True
