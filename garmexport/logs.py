@@ -150,7 +150,7 @@ def _uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
 
 
 def _uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
-    if args.exc_type is SystemExit:
+    if args.exc_type is SystemExit or args.exc_value is None:
         return
     logging.getLogger("garmexport").error(
         "uncaught_exception", exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
