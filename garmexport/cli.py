@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"garmexport: configuration error: {e}", file=sys.stderr)
         return 2
-    logs.configure(config.log.format, config.log.level)
+    logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level)
     if args.command == "config":
         print(config.describe(), end="")
         return 0

@@ -41,10 +41,12 @@ def shown(key: str, value: object) -> object:
 
 
 def _f(default: Any, doc: str, *, min: float | None = None, max: float | None = None,
-       choices: tuple[str, ...] = (), pattern: str | None = None) -> Any:
-    """A config field: its default, a one-line doc (README), and the checks on its value."""
+       choices: tuple[str, ...] = (), pattern: str | None = None, fold_case: bool = False) -> Any:
+    """A config field: its default, a one-line doc (README), and the checks on its value.
+    ``fold_case``: a choice may be written in any case (it is stored as in ``choices``)."""
     return dataclasses.field(default=default, metadata={
-        "doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern})
+        "doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern,
+        "fold_case": fold_case})
 
 
 _NAME = r"[A-Za-z0-9._-]+"  # Kafka's topic alphabet: safe inside file names joined by '+'
@@ -165,11 +167,16 @@ class CompactionConfig(_Section):
     spark_master: str = _f("local[2]", "Spark master URL", pattern=r".+")
 
 
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class LogConfig(_Section):
     format: str = _f("text", "log line format", choices=("text", "json"))
-    level: str = _f("INFO", "log level",
-                    choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    level: str = _f("INFO", "log level (any case)", choices=_LEVELS, fold_case=True)
+    actor_level: str = _f("WARNING", "log level of the actor library (thespian), whose DEBUG "
+                          "lines print every actor message in full", choices=_LEVELS,
+                          fold_case=True)
 
 
 DEFAULT_KAFKA: Mapping[str, object] = {

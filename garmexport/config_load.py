@@ -103,6 +103,8 @@ def _check(field: dataclasses.Field, key: str, value: object, where: str,
     meta = field.metadata
     if raw is None:
         raw = value
+    if meta["fold_case"] and isinstance(value, str):
+        value = next((c for c in meta["choices"] if c.lower() == value.lower()), value)
     checked = _check_value(meta, value)
     if checked:
         raise _error(key, raw, where, checked)

@@ -64,14 +64,16 @@ class Broker:
 
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
-                 env: Mapping[str, str] | None = None) -> Broker:
-    """Start tansu on a free loopback port; return once it answers metadata requests.
+                 env: Mapping[str, str] | None = None, port: int | None = None) -> Broker:
+    """Start tansu on ``port`` (default: a free loopback port); return once it answers
+    metadata requests. Passing the port of a stopped broker restarts it where clients
+    look for it.
 
     Raises RuntimeError with the end of the broker's log if it exits or does not answer
     within READY_TIMEOUT_S.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     log_path = workdir / f"tansu-{port}.log"
     command = [str(tansu_binary()), "broker", "--listener-url", url,

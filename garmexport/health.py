@@ -6,8 +6,8 @@ Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the
 - ``/health/live``: 200 while the main loop ticked within ``live_timeout_s``, else 503.
   A failed liveness check makes Marathon kill and restart the task: it means stuck.
 - ``/health/ready``: 200 when the consumer has joined the group and got its assignment
-  (possibly empty: see ``mesos/README.md``), the writers are healthy and the store is
-  reachable, else 503. Readiness gates rolling upgrades; it never kills.
+  (possibly empty: see ``mesos/README.md``), the broker is reachable, the writers are
+  healthy and the store is reachable, else 503. Readiness gates rolling upgrades; it never kills.
 
 Both health answers carry a small JSON body ``{"ok": bool, "reasons": [..]}`` naming what
 is wrong. Invariants: :class:`Health` reads no clock (callers pass ``now`` in monotonic
@@ -61,7 +61,7 @@ class Health:
         self._lock = threading.Lock()
         self._last_tick: float | None = None
         self._assigned: int | None = None
-        self._problems: dict[str, str] = {"writers": "", "store": ""}
+        self._problems: dict[str, str] = {"broker": "", "writers": "", "store": ""}
 
     def tick(self, now: float) -> None:
         """The main loop made progress at ``now`` (monotonic seconds)."""
@@ -79,6 +79,12 @@ class Health:
         """Writers can take events (False e.g. while an actor restarts); ``why`` if not."""
         with self._lock:
             self._problems["writers"] = "" if healthy else why
+        self._mirror()
+
+    def set_broker_problem(self, problem: str) -> None:
+        """Why the Kafka broker is unreachable ("" when it is reachable)."""
+        with self._lock:
+            self._problems["broker"] = f"broker unreachable: {problem}" if problem else ""
         self._mirror()
 
     def set_store_reachable(self, reachable: bool, why: str = "store unreachable") -> None:
@@ -99,7 +105,8 @@ class Health:
         return Status(True)
 
     def readiness(self) -> Status:
-        """Ready iff assigned, writers healthy and store reachable; reasons list each miss."""
+        """Ready iff assigned, broker reachable, writers healthy and store reachable;
+        reasons list each miss."""
         with self._lock:
             reasons = [] if self._assigned is not None else ["no partition assignment yet"]
             reasons += [why for why in self._problems.values() if why]

@@ -8,6 +8,10 @@ with a cooperative one they see increments, and the matching incremental calls a
 "End of data" and lag use the high watermark that comes with fetched data
 (``get_watermark_offsets(cached=True)``): a queried watermark is wrong on some brokers
 (see the README) and costs a round trip.
+
+The client's own log lines, errors and statistics go to :class:`KafkaSignals`: logged
+through Python logging, rate limited, and turned into the broker's reachability
+(:attr:`KafkaSource.broker_problem`, for readiness).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from garmexport.config import Config
 from garmexport.errors import BrokerError
+from garmexport.kafka_signals import KafkaSignals
 
 _error, _partition = Message.error, Message.partition
 
@@ -41,6 +46,8 @@ class KafkaSource:
         self._on_assign: Callable[[list[int]], Mapping[int, int | None]] | None = None
         self._on_revoke: Callable[[list[int], bool], None] | None = None
         self._closed = False
+        self.signals = KafkaSignals()
+        settings.update(self.signals.settings(settings))
         self.consumer = Consumer(settings)
         self.consumer.subscribe([self.topic], on_assign=self._assigned,
                                 on_revoke=self._revoked, on_lost=self._lost)
@@ -55,6 +62,7 @@ class KafkaSource:
 
     def _assigned(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_assign is not None, "bind() comes before the first poll"
+        self.signals.assigned()
         seeks = self._on_assign([tp.partition for tp in tps])
         positioned = [
             TopicPartition(self.topic, p, self._start if off is None else off)
@@ -75,11 +83,17 @@ class KafkaSource:
 
     def _lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_revoke is not None, "bind() comes before the first poll"
+        self.signals.lost(len(tps))
         self._on_revoke([tp.partition for tp in tps], True)
         if self._cooperative:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
+
+    @property
+    def broker_problem(self) -> str:
+        """Why the broker is unreachable, or "" while it is reachable."""
+        return self.signals.problem
 
     def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
         """One batch of records grouped by partition, in offset order within each."""

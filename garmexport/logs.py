@@ -12,6 +12,14 @@ Invariants:
   and a traceback becomes one quoted ``exc=`` field.
 - Secrets never reach a line: a field (or a key of a nested mapping, such as the Kafka
   client settings) that the configuration calls a secret is replaced by ``***``.
+- Everything the process would print as a log goes through the configured handler: Python
+  warnings (``py.warnings``) and uncaught exceptions, in the main thread or another one
+  (``uncaught_exception``, ERROR, with the traceback as ``exc``), so with
+  ``log.format = "json"`` every line on stderr is JSON. (librdkafka's lines come through
+  :mod:`garmexport.kafka_signals`.)
+- DEBUG stays bounded: a field of a DEBUG line is cut to ``DEBUG_FIELD_MAX_CHARS``, and the
+  actor library (logger ``Thespian``, which logs every actor message in full at DEBUG) has
+  a level of its own, ``log.actor_level``, WARNING unless asked.
 """
 
 from __future__ import annotations
@@ -21,12 +29,15 @@ import json
 import logging
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
 from garmexport.config import shown
 
 FORMATS = ("text", "json")
+ACTOR_LOGGER = "Thespian"
+DEBUG_FIELD_MAX_CHARS = 300
 _PLAIN = re.compile(r"^[^\s\"=\\]+$")
 _FIELDS = "garmexport_fields"
 
@@ -47,22 +58,39 @@ def log_event(logger: logging.Logger, event: str, *, level: int = logging.INFO,
         logger.log(level, event, extra={_FIELDS: fields})
 
 
-def _quote(value: Any) -> str:
+def _text(value: Any) -> str:
     if isinstance(value, str):
-        text = value
-    elif isinstance(value, (Mapping, list, tuple)):
-        text = json.dumps(value, default=str)
-    else:
-        text = str(value)
+        return value
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _quote(value: Any) -> str:
+    text = _text(value)
     return text if _PLAIN.match(text) else json.dumps(text)
 
 
 def _parts(record: logging.LogRecord) -> tuple[str, dict[str, Any]]:
     """The event name and its redacted fields (plus ``exc`` if the record carries one)."""
     fields = redact(getattr(record, _FIELDS, {}))
+    event = record.getMessage()
+    if record.levelno < logging.INFO:
+        event = _cut(event)
+        fields = {key: _cut(value) for key, value in fields.items()}
     if record.exc_info:
         fields["exc"] = logging.Formatter().formatException(record.exc_info)
-    return record.getMessage(), fields
+    return event, fields
+
+
+def _cut(value: Any) -> Any:
+    """``value``, or its text cut to DEBUG_FIELD_MAX_CHARS with the number of chars left out."""
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    text = _text(value)
+    if len(text) <= DEBUG_FIELD_MAX_CHARS:
+        return value
+    return f"{text[:DEBUG_FIELD_MAX_CHARS]}...(+{len(text) - DEBUG_FIELD_MAX_CHARS} chars)"
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -92,14 +120,17 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | None = None) -> None:
-    """Send every record of the process to ``stream`` (stderr by default) in ``fmt``.
+def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | None = None,
+              actor_level: str | int = "WARNING") -> None:
+    """Send every record of the process to ``stream`` (stderr by default) in ``fmt``, at
+    ``level``, the actor library's at ``actor_level`` (never below ``level``).
     Replaces handlers installed by an earlier call; raises ValueError on an unknown format
-    or level name."""
+    or level name (level names are case-insensitive)."""
     if fmt not in FORMATS:
         raise ValueError(f"log format {fmt!r} is not one of {FORMATS}")
-    if isinstance(level, str) and not isinstance(logging.getLevelName(level.upper()), int):
-        raise ValueError(f"unknown log level {level!r}")
+    for name in (level, actor_level):
+        if isinstance(name, str) and not isinstance(logging.getLevelName(name.upper()), int):
+            raise ValueError(f"unknown log level {name!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(TextFormatter() if fmt == "text" else JsonFormatter())
     root = logging.getLogger()
@@ -107,4 +138,24 @@ def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | No
         root.removeHandler(old)
     handler._garmexport = True  # type: ignore[attr-defined]  # marks ours for replacement
     root.addHandler(handler)
-    root.setLevel(level.upper() if isinstance(level, str) else level)
+    root.setLevel(_number(level))
+    logging.getLogger(ACTOR_LOGGER).setLevel(max(_number(level), _number(actor_level)))
+    logging.captureWarnings(True)
+    sys.excepthook = _uncaught
+    threading.excepthook = _uncaught_in_thread
+
+
+def _uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    logging.getLogger("garmexport").error("uncaught_exception", exc_info=(kind, exc, tb))
+
+
+def _uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit or args.exc_value is None:
+        return
+    logging.getLogger("garmexport").error(
+        "uncaught_exception", exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+        extra={_FIELDS: {"thread": getattr(args.thread, "name", "")}})
+
+
+def _number(level: str | int) -> int:
+    return logging.getLevelName(level.upper()) if isinstance(level, str) else level

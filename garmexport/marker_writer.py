@@ -54,7 +54,8 @@ class MarkerWriter:
                 write_marker(self.storage, src.cluster, src.topic, name, marker)
             except StorageError as exc:
                 self.metrics.storage_failure("marker")
-                log_event(log, "marker_failed", partition=p, error=str(exc))
+                log_event(log, "marker_failed", level=logging.WARNING, partition=p,
+                          error=str(exc))
                 self._failures += 1
                 st = self.cfg.storage
                 self._retry_at = self._clock() + next_backoff_s(

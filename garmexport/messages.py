@@ -141,6 +141,7 @@ class WriterReport:
     rows_in: int
     quarantined: tuple[tuple[str, int], ...]  # (reason, count) found while decoding
     skipped: int
+    store_error: str = ""  # why the store is failing (with store_failing), for the logs
 
 
 # exporter <-> reader, shutdown

@@ -98,6 +98,7 @@ class OriginWriter:
         self._retry_at = 0.0
         self._backoff = backoff if backoff is not None else _BACKOFFS.setdefault(storage.uri, StoreBackoff())
         self._deferred = False
+        self._store_error = ""
         self._halted = False
         self._day_names: dict[int, str] = {}
         self._reset_counts()
@@ -263,7 +264,8 @@ class OriginWriter:
                 self._halted = True
                 self._files.drop_all()
                 return
-            except StorageError:
+            except StorageError as exc:
+                self._store_error = f"{type(exc).__name__}: {exc}"
                 self._failures += 1
                 s = self._cfg.storage
                 if self._failures >= s.retry_attempts:
@@ -304,6 +306,9 @@ class OriginWriter:
             store_failing=self._failures > 0 or self._deferred, fenced_path=self._fenced,
             rows_in=self._rows_in, quarantined=tuple(sorted(self._quarantined.items())),
             skipped=self._skipped,
+            store_error=(self._store_error if self._failures else
+                         "waiting: another writer's publish to the store failed"
+                         if self._deferred else ""),
         )
         self._reset_counts()
         return report

@@ -54,6 +54,7 @@ class _WriterView:
     open_files: int = 0
     oldest_open_s: float | None = None
     store_failing: bool = False
+    store_error: str = ""
     flush_requested: bool = False
 
 
@@ -117,6 +118,9 @@ class Reader:
         for origin in ORIGINS:
             a.state_last[origin] = tuple(
                 (c.kind, c.day, off) for c, off in rec.state.last.items() if c.origin == origin)
+        log_event(log, "partition_recovered", level=logging.DEBUG, partition=p, seek=seek,
+                  epoch=self._epoch, markers=len(rec.markers), intents=len(rec.intents),
+                  chains=len(rec.state.last))
         old = self.assigned.pop(p, None)
         if old is not None:
             for origin in old.reset_sent:
@@ -135,7 +139,11 @@ class Reader:
             self.metrics.forget_partition(self.cfg.source.topic, p)
         self.metrics.rebalance("lost" if lost else "revoke")
         self._update_partition_gauges()
-        log_event(log, "lost" if lost else "revoked", partitions=sorted(partitions))
+        if lost:
+            log_event(log, "lost", level=logging.WARNING, partitions=sorted(partitions),
+                      reason="the group session expired: partitions taken without a revoke")
+        else:
+            log_event(log, "revoked", partitions=sorted(partitions))
 
     def _writer(self, a: _Assigned, origin: str, p: int) -> None:
         if origin not in a.reset_sent:
@@ -207,6 +215,9 @@ class Reader:
         )
         for f in r.published:
             a.keeper.published(IntentName.parse(f.intent))  # type: ignore[arg-type]
+            log_event(log, "file_published", level=logging.DEBUG, partition=r.partition,
+                      origin=r.origin, kind=_KIND_LABEL[f.kind], day=f.day, first=f.first_offset,
+                      last=f.last_offset, rows=f.rows, bytes=f.nbytes, seconds=round(f.seconds, 4))
             self.metrics.published(r.origin, _KIND_LABEL[f.kind], f.rows, f.nbytes, f.seconds)
             if f.kind == "d":
                 self.metrics.exported(r.origin, f.rows)
@@ -219,11 +230,13 @@ class Reader:
         w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
         w.flush_requested = False
         self._enforce_budget()
+        w.store_error = r.store_error
         if w.store_failing != r.store_failing:
             w.store_failing = r.store_failing
             if r.store_failing:
                 self.metrics.storage_failure("publish")
-                log_event(log, "publish_failed", partition=r.partition, origin=r.origin)
+                log_event(log, "publish_failed", level=logging.WARNING, partition=r.partition,
+                          origin=r.origin, reason=r.store_error or "store failing")
         self._update_pause()
 
     def resync(self, p: int) -> None:
@@ -263,6 +276,8 @@ class Reader:
 
     def _end_burst(self, p: int, a: _Assigned, now: float) -> None:
         """Hand over what is gathered and publish every open file of the partition."""
+        log_event(log, "flush_burst_end", level=logging.DEBUG, partition=p, records=a.burst,
+                  writers=len(a.reset_sent))
         self._send_pending(p, a, now, force=True)
         for origin in a.reset_sent:
             self._send(origin, p, FlushOpen(a.epoch, 0))
@@ -306,6 +321,10 @@ class Reader:
                             v.flush_requested)
                  for p, a in self.assigned.items() for o, v in a.writers.items()]
         chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, pending)
+        if chosen:
+            log_event(log, "flush_budget", level=logging.DEBUG, writers=len(chosen),
+                      open_files=sum(v.open_files for v in views),
+                      buffered_bytes=sum(v.buffered_bytes for v in views) + pending)
         for p, origin in chosen:  # type: ignore[misc]
             a = self.assigned[p]
             a.writers[origin].flush_requested = True
@@ -327,11 +346,16 @@ class Reader:
         return None if a is None else a.ledger.seek_position()
 
     def _update_pause(self) -> None:
-        failing = any(v.store_failing for a in self.assigned.values() for v in a.writers.values())
+        errors = [v.store_error for a in self.assigned.values() for v in a.writers.values()
+                  if v.store_failing]
+        failing = bool(errors)
         if failing and not self.paused:
             self._kafka.pause(sorted(self.assigned))
             self.paused = True
-            log_event(log, "paused", partitions=sorted(self.assigned), reason="store failing")
+            # a writer's own failure says more than another's "waiting" for one
+            why = min(errors, key=lambda e: e.startswith("waiting") or not e)
+            log_event(log, "paused", level=logging.WARNING, partitions=sorted(self.assigned),
+                      reason=f"store failing: {why or 'publish failed'}")
         elif not failing and self.paused:
             self._kafka.resume(sorted(self.assigned))
             self.paused = False

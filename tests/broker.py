@@ -53,9 +53,9 @@ class Broker(embedded_broker.Broker):
 
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
-                 env: Mapping[str, str] | None = None) -> Broker:
+                 env: Mapping[str, str] | None = None, port: int | None = None) -> Broker:
     """Start tansu (see :func:`garmexport.embedded_broker.start_broker`)."""
-    started = embedded_broker.start_broker(workdir, storage_engine, env)
+    started = embedded_broker.start_broker(workdir, storage_engine, env, port)
     return Broker(started.process, started.port, started.log_path)
 
 

@@ -123,7 +123,7 @@ def test_file_errors_name_the_key_the_value_and_the_file(tmp_path, text, problem
     ("GARMEXPORT_WRITER_MAX_FILE_AGE_S", "-3", "writer.max_file_age_s = '-3' .*negative"),
     ("GARMEXPORT_WRITER_MAX_FILE_ROWS", "lots", "writer.max_file_rows = 'lots' .*integer"),
     ("GARMEXPORT_METRICS_PORT", "1e3", "metrics.port = '1e3' .*integer"),
-    ("GARMEXPORT_LOG_LEVEL", "info", "log.level = 'info' .*did you mean 'INFO'"),
+    ("GARMEXPORT_LOG_LEVEL", "infos", "log.level = 'infos' .*did you mean 'INFO'"),
     ("GARMEXPORT_WRITTER_MAX_FILE_AGE_S", "3", "unknown .*'GARMEXPORT_WRITER_MAX_FILE_AGE_S'"),
     ("GARMEXPORT_KAFKA_GROUP_ID", "g", "kafka.group.id = 'g' .*source.group_id"),
 ])
@@ -193,3 +193,10 @@ def test_the_config_is_frozen_hashable_and_pickles():
         config.writer.max_file_rows = 3  # type: ignore[misc]
     assert pickle.loads(pickle.dumps(config)) == config
     assert hash(config) == hash(pickle.loads(pickle.dumps(config)))
+
+
+def test_log_level_names_are_case_insensitive(tmp_path):
+    config = load_config(write(tmp_path, '[log]\nlevel = "Warning"\n'),
+                         {"GARMEXPORT_LOG_ACTOR_LEVEL": "debug"})
+    assert (config.log.level, config.log.actor_level) == ("WARNING", "DEBUG")
+    assert load_config(None, {"GARMEXPORT_LOG_LEVEL": "info"}).log.level == "INFO"

@@ -56,6 +56,16 @@ def test_ready_needs_an_assignment_healthy_writers_and_a_reachable_store() -> No
     assert health.readiness().reasons == ("writers unhealthy",)
 
 
+def test_an_unreachable_broker_makes_the_exporter_unready_and_says_why() -> None:
+    health = ready_health()
+    health.set_broker_problem("all brokers down: 1/1 brokers are down")
+    status = health.readiness()
+    assert not status.ok
+    assert status.reasons == ("broker unreachable: all brokers down: 1/1 brokers are down",)
+    health.set_broker_problem("")
+    assert health.readiness().ok
+
+
 def test_an_empty_assignment_is_ready() -> None:
     # An extra instance during a rolling upgrade holds no partition and must not stall it.
     health = ready_health()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
+import threading
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -15,13 +18,17 @@ from garmexport.logs import configure, log_event, redact
 
 @pytest.fixture
 def restore_root() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    root, actors = logging.getLogger(), logging.getLogger("Thespian")
+    handlers, level, actor_level = list(root.handlers), root.level, actors.level
+    hooks = sys.excepthook, threading.excepthook
     try:
         yield
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+        actors.setLevel(actor_level)
+        sys.excepthook, threading.excepthook = hooks
+        logging.captureWarnings(False)
 
 
 def capture(fmt: str, level: str = "INFO") -> io.StringIO:
@@ -110,7 +117,63 @@ def test_level_filters_events_and_a_second_configure_replaces_the_first() -> Non
     assert sum(getattr(h, "_garmexport", False) for h in logging.getLogger().handlers) == 1
 
 
-@pytest.mark.parametrize("kwargs", [{"fmt": "xml"}, {"level": "LOUD"}])
+@pytest.mark.usefixtures("restore_root")
+def test_the_actor_library_stays_at_warning_unless_asked() -> None:
+    # thespian logs every actor message in full at DEBUG: 231 MB in 45 s with level DEBUG
+    actors = logging.getLogger("Thespian")
+    stream = capture("json", level="DEBUG")
+    actors.debug('Actor "%s" got message "%s"', "writer", "x" * 100_000)
+    actors.warning("Actor total creation failure")
+    log_event(logging.getLogger("garmexport.reader"), "file_published", level=logging.DEBUG)
+    assert [json.loads(line)["event"] for line in lines(stream)] == [
+        "Actor total creation failure", "file_published"]
+
+    stream = io.StringIO()
+    configure("json", "DEBUG", stream, actor_level="debug")
+    actors.debug("asked for")
+    configure("json", "INFO", stream, actor_level="DEBUG")
+    actors.debug("never below the process level")
+    assert [json.loads(line)["event"] for line in lines(stream)] == ["asked for"]
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_debug_lines_have_short_fields_and_other_lines_whole_ones() -> None:
+    stream = capture("json", level="DEBUG")
+    log = logging.getLogger("garmexport.reader")
+    log_event(log, "partition_recovered", level=logging.DEBUG, partition=3,
+              seeks={p: p * 1000 for p in range(2000)}, note="y" * 5000)
+    log_event(log, "failure", level=logging.ERROR, traceback="z" * 5000)
+    log.debug("%s", "w" * 5000)
+    short, whole, plain = (json.loads(line) for line in lines(stream))
+    assert short["partition"] == 3
+    assert short["note"] == "y" * 300 + "...(+4700 chars)"
+    assert short["seeks"].startswith('{"0": 0, "1": 1000') and short["seeks"].endswith("chars)")
+    assert whole["traceback"] == "z" * 5000
+    assert len(plain["event"]) < 350
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_warnings_and_uncaught_exceptions_are_json_lines_too() -> None:
+    stream = capture("json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("deprecated thing", DeprecationWarning, stacklevel=1)
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    thread = threading.Thread(target=lambda: 1 / 0, name="worker")
+    thread.start()
+    thread.join()
+    warned, main, other = (json.loads(line) for line in lines(stream))
+    assert warned["logger"] == "py.warnings" and "deprecated thing" in warned["event"]
+    assert main["event"] == "uncaught_exception" and main["level"] == "ERROR"
+    assert "RuntimeError: boom" in main["exc"]
+    assert other["event"] == "uncaught_exception" and other["thread"] == "worker"
+    assert "ZeroDivisionError" in other["exc"]
+
+
+@pytest.mark.parametrize("kwargs", [{"fmt": "xml"}, {"level": "LOUD"}, {"actor_level": "LOUD"}])
 def test_unknown_format_or_level_is_refused(kwargs: dict[str, str]) -> None:
     with pytest.raises(ValueError):
         configure(stream=io.StringIO(), **kwargs)

@@ -1,0 +1,113 @@
+"""What the Kafka client says about itself, turned into garmexport's log lines and state.
+
+librdkafka prints its own log lines to stderr unless the client is given a ``logger``; then
+it hands them to Python (served by the consumer's polls, in the polling thread). Here they
+go out through :func:`garmexport.logs.log_event` as ``kafka_log`` events of the
+``garmexport.kafka`` logger (so ``log.format = "json"`` covers them), with repeats of one
+message within ``REPEAT_WINDOW_S`` swallowed and counted (``suppressed=N`` on the next line
+of that message). The error and statistics callbacks feed :class:`BrokerLink`; its
+transitions become one ``broker_unreachable`` (WARNING, with the reason) and one
+``broker_reachable`` event, and :attr:`KafkaSignals.problem` feeds readiness.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from garmexport.broker_link import BrokerLink, Change
+from garmexport.logs import log_event
+from garmexport.repeat_limit import RepeatLimiter, repeat_key
+
+log = logging.getLogger("garmexport.kafka")
+REPEAT_WINDOW_S = 60.0
+#: how often librdkafka reports its statistics (unless [kafka] says otherwise): the
+#: statistics tell when a broker connection is up again after ``_ALL_BROKERS_DOWN``; they
+#: are only parsed while waiting for that.
+STATISTICS_INTERVAL_MS = 2000
+MESSAGE_MAX_CHARS = 1000
+
+
+class _Relay:
+    """The ``logger`` given to the client: it only calls ``log(level, fmt, *args)``."""
+
+    def __init__(self, limiter: RepeatLimiter, clock: Callable[[], float]) -> None:
+        self._limiter, self._clock = limiter, clock
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        if not log.isEnabledFor(level):
+            return
+        if len(args) == 3:  # "%s [%s] %s": facility, client name, message
+            facility, client, message = (str(a) for a in args)
+        else:
+            facility, client, message = "", "", fmt % args if args else fmt
+        self.emit(level, "kafka_log", facility=facility, client=client, message=message)
+
+    def emit(self, level: int, event: str, **fields: str) -> None:
+        """Log ``event`` unless it repeats within the window (all fields make the key)."""
+        swallowed = self._limiter.admit(repeat_key(event, *fields.values()), self._clock())
+        if swallowed is None:
+            return
+        shown: dict[str, Any] = {k: v[:MESSAGE_MAX_CHARS] for k, v in fields.items()}
+        if swallowed:
+            shown["suppressed"] = swallowed
+        log_event(log, event, level=level, **shown)
+
+
+class KafkaSignals:
+    """Callbacks for one consumer (merge :meth:`settings` into its config) and the state
+    they build. All callbacks run inside the consumer's polls."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.link = BrokerLink()
+        self._relay = _Relay(RepeatLimiter(REPEAT_WINDOW_S), clock)
+
+    def settings(self, configured: dict[str, object]) -> dict[str, object]:
+        """The client settings that route logs and errors here (``configured`` may set
+        ``statistics.interval.ms`` itself; 0 there turns off noticing a reconnect early)."""
+        return {"logger": self._relay, "error_cb": self._error, "stats_cb": self._statistics,
+                "statistics.interval.ms": configured.get("statistics.interval.ms",
+                                                         STATISTICS_INTERVAL_MS)}
+
+    @property
+    def problem(self) -> str:
+        """Why the broker is unreachable ("" while it is reachable)."""
+        return self.link.problem
+
+    def assigned(self) -> None:
+        self._report(self.link.assigned(self._clock()))
+
+    def lost(self, partitions: int) -> None:
+        self._report(self.link.partitions_lost(
+            f"group session lost ({partitions} partitions): the broker stopped answering",
+            self._clock()))
+
+    def _error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._report(self.link.all_brokers_down(f"all brokers down: {err.str()}",
+                                                    self._clock()))
+        elif err.code() != KafkaError._TRANSPORT:  # transport errors come as log lines too
+            self._relay.emit(logging.ERROR if err.fatal() else logging.WARNING, "kafka_error",
+                             code=err.name(), reason=err.str())
+
+    def _statistics(self, text: str) -> None:
+        if not self.link.waits_for_connection:
+            return
+        brokers = json.loads(text).get("brokers", {})
+        if any(b.get("state") == "UP" and b.get("source") != "logical" for b in brokers.values()):
+            self._report(self.link.connection_up(self._clock()))
+
+    @staticmethod
+    def _report(change: Change | None) -> None:
+        if change is None:
+            return
+        if change.reachable:
+            log_event(log, "broker_reachable", down_s=round(change.down_s, 1))
+        else:
+            log_event(log, "broker_unreachable", level=logging.WARNING, reason=change.reason)
