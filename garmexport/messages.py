@@ -108,6 +108,10 @@ class DropOpen:
 
 
 # writer -> reader
+#: what the reader sends a writer after its StartWriter: each is one call of OriginWriter.handle
+WriterMessage = ResetWriter | Batch | Tick | FlushOpen | DropOpen
+
+
 @dataclass(frozen=True)
 class Published:
     kind: str

@@ -29,7 +29,9 @@ from garmexport.config import Config
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.events import by_output
 from garmexport.flush import FlushLimits, next_backoff_s
-from garmexport.messages import Batch, Published, WriterReport
+from garmexport.messages import (
+    Batch, DropOpen, FlushOpen, Published, ResetWriter, Tick, WriterMessage, WriterReport,
+)
 from garmexport.naming import DATA, FRAME_ORIGIN, QUARANTINE, FileName, IntentName, day_name
 from garmexport.open_files import OpenFiles
 from garmexport.parquet_io import FileFacts, to_parquet_bytes
@@ -119,6 +121,29 @@ class OriginWriter:
         self._failures = 0
 
     # --- handling -------------------------------------------------------------------
+    def handle(self, msg: WriterMessage) -> WriterReport | None:
+        """Act on one message from the reader; return the report to send back, if any.
+
+        ResetWriter starts a new epoch. Any other message of another epoch is ignored: it
+        was sent before a reset, and its records are read again from the new state.
+        DropOpen forgets every open file and takes nothing more until the next reset.
+        """
+        if isinstance(msg, ResetWriter):
+            state = OriginState(msg.low, {(kind, day): off for kind, day, off in msg.last})
+            self.reset(msg.epoch, state, msg.low)
+            return None
+        if msg.epoch != self.epoch:
+            return None
+        if isinstance(msg, Batch):
+            return self.handle_batch(msg)
+        if isinstance(msg, Tick):
+            return self.tick()
+        if isinstance(msg, FlushOpen):
+            return self.flush(msg.count)
+        self.drop()
+        self.epoch = -1
+        return None
+
     def handle_batch(self, batch: Batch) -> WriterReport:
         self._handled = 1
         if self._halted:

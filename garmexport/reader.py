@@ -26,7 +26,9 @@ from garmexport.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
-from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
+from garmexport.messages import (
+    Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterMessage, WriterReport,
+)
 from garmexport.metrics import Metrics
 from garmexport.marker_writer import MarkerWriter
 from garmexport.naming import IntentName
@@ -77,7 +79,7 @@ class _Assigned:
 class Reader:
     def __init__(
         self, config: Config, instance: str, storage: Storage, metrics: Metrics,
-        send: Callable[[str, int, object], None], kafka: KafkaPort,
+        send: Callable[[str, int, WriterMessage], None], kafka: KafkaPort,
         clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics

@@ -20,7 +20,9 @@ from garmexport.actor_support import escalating, storage_for
 from garmexport.health import Health, serve
 from garmexport.kafka_source import KafkaSource
 from garmexport.logs import log_event
-from garmexport.messages import ReaderStopped, StartReader, StartWriter, StopReader, WriterReport
+from garmexport.messages import (
+    ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
+)
 from garmexport.metrics import Metrics
 from garmexport.reader import Reader
 from garmexport.writer_actor import WriterActor
@@ -72,7 +74,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.health.set_assignment(len(self.reader.assigned))
         return seeks
 
-    def _to_writer(self, origin: str, partition: int, msg: object) -> None:
+    def _to_writer(self, origin: str, partition: int, msg: WriterMessage) -> None:
         self.sent_to_writers = True
         key = (origin, partition)
         addr = self.writers.get(key)

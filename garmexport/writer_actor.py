@@ -1,13 +1,18 @@
-"""The writer actor of one (origin, partition): a thin shell around OriginWriter."""
+"""The writer actor of one (origin, partition): a thin shell around OriginWriter.
+
+Every handler delegates to :meth:`OriginWriter.handle`; the ``where`` of each names the
+message in a failure report.
+"""
 
 from __future__ import annotations
 
 from thespian.actors import ActorTypeDispatcher
 
 from garmexport.actor_support import escalating, storage_for
-from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick
+from garmexport.messages import (
+    Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick, WriterMessage,
+)
 from garmexport.origin_writer import OriginWriter
-from garmexport.resume import OriginState
 
 
 class WriterActor(ActorTypeDispatcher):
@@ -22,28 +27,29 @@ class WriterActor(ActorTypeDispatcher):
         storage = storage_for(msg.config, msg.instance)
         self.writer = OriginWriter(msg.config, storage, msg.origin, msg.partition)
 
+    def _handle(self, msg: WriterMessage, sender: object) -> None:
+        if self.writer is None:
+            raise RuntimeError(f"{type(msg).__name__} before StartWriter")
+        report = self.writer.handle(msg)
+        if report is not None:
+            self.send(sender, report)
+
     @escalating("writer reset")
     def receiveMsg_ResetWriter(self, msg: ResetWriter, sender: object) -> None:
-        state = OriginState(msg.low, {(kind, day): off for kind, day, off in msg.last})
-        self.writer.reset(msg.epoch, state, msg.low)  # type: ignore[union-attr]
+        self._handle(msg, sender)
 
     @escalating("writer batch")
     def receiveMsg_Batch(self, msg: Batch, sender: object) -> None:
-        if msg.epoch == self.writer.epoch:  # type: ignore[union-attr]
-            self.send(sender, self.writer.handle_batch(msg))  # type: ignore[union-attr]
+        self._handle(msg, sender)
 
     @escalating("writer tick")
     def receiveMsg_Tick(self, msg: Tick, sender: object) -> None:
-        if msg.epoch == self.writer.epoch:  # type: ignore[union-attr]
-            self.send(sender, self.writer.tick())  # type: ignore[union-attr]
+        self._handle(msg, sender)
 
     @escalating("writer flush")
     def receiveMsg_FlushOpen(self, msg: FlushOpen, sender: object) -> None:
-        if msg.epoch == self.writer.epoch:  # type: ignore[union-attr]
-            self.send(sender, self.writer.flush(msg.count))  # type: ignore[union-attr]
+        self._handle(msg, sender)
 
     @escalating("writer drop")
     def receiveMsg_DropOpen(self, msg: DropOpen, sender: object) -> None:
-        if msg.epoch == self.writer.epoch:  # type: ignore[union-attr]
-            self.writer.drop()  # type: ignore[union-attr]
-            self.writer.epoch = -1  # type: ignore[union-attr]
+        self._handle(msg, sender)

@@ -17,11 +17,10 @@ from prometheus_client import CollectorRegistry
 from garmexport.config import Config
 from garmexport.events import EXPORTED
 from garmexport.generator import Spec, generate
-from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
+from garmexport.messages import WriterMessage
 from garmexport.metrics import Metrics
 from garmexport.origin_writer import OriginWriter
 from garmexport.reader import Reader
-from garmexport.resume import OriginState
 from garmexport.storage.base import Storage
 
 
@@ -75,14 +74,14 @@ class Owner:
         self.now = 0.0
         self.clock = clock or (lambda: self.now)
         self.port = FakePort()
-        self.queue: deque[tuple[str, int, object]] = deque()
+        self.queue: deque[tuple[str, int, WriterMessage]] = deque()
         self.writers: dict[tuple[str, int], OriginWriter] = {}
         self.fenced = 0
         self.reader = Reader(config, f"owner{next(self._ids)}", storage,
                              Metrics.create(CollectorRegistry()), self._send, self.port,
                              clock=self.clock, wall_ms=lambda: int(self.now * 1000))
 
-    def _send(self, origin: str, partition: int, msg: object) -> None:
+    def _send(self, origin: str, partition: int, msg: WriterMessage) -> None:
         self.queue.append((origin, partition, msg))
 
     def deliver(self, limit: int | None = None) -> None:
@@ -94,20 +93,7 @@ class Owner:
             w = self.writers.get((origin, p))
             if w is None:
                 w = self.writers[(origin, p)] = OriginWriter(self.config, self.storage, origin, p, self.clock)
-            report: WriterReport | None = None
-            if isinstance(msg, ResetWriter):
-                w.reset(msg.epoch, OriginState(msg.low, {(k, d): o for k, d, o in msg.last}), msg.low)
-            elif msg.epoch != w.epoch:  # type: ignore[attr-defined]
-                continue
-            elif isinstance(msg, Batch):
-                report = w.handle_batch(msg)
-            elif isinstance(msg, Tick):
-                report = w.tick()
-            elif isinstance(msg, FlushOpen):
-                report = w.flush(msg.count)
-            elif isinstance(msg, DropOpen):
-                w.drop()
-                w.epoch = -1
+            report = w.handle(msg)
             if report is not None:
                 if report.fenced_path is not None:
                     self.fenced += 1
