@@ -8,6 +8,7 @@ import sys
 import time
 
 from garmexport.config import Config
+from garmexport.errors import BrokerError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,10 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.actor_support import storage_for
-    from garmexport.broker_scan import scan
+    from garmexport.broker_scan import partitions_of, scan
     from garmexport.verify import compare, expected_from_records, read_output
 
     started = time.monotonic()
+    if not args.no_broker:  # before the output, which can take minutes to read
+        try:
+            partitions_of(config.consumer_settings(), config.source.topic)
+        except BrokerError as exc:
+            raise BrokerError(f"{exc}; pass --no-broker to check only the output directory "
+                              "(duplicates)") from None
     storage = storage_for(config, "verify")
     held, files = read_output(storage, config.source.topic)
     print(f"verify: read {len(held)} offsets from {files} files under {storage.uri} "

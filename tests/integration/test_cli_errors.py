@@ -1,0 +1,62 @@
+"""Foreseeable errors of the command line, met by real processes: an exit code and one line
+that says what to do, never a traceback.
+
+``python -m garmexport`` runs as a child process; "broker down" is a loopback port with no
+listener (the bootstrap address of a broker that is not running).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from garmexport.embedded_broker import free_port
+from tests.integration.harness import PYTHON, ROOT, exporter_env
+
+
+def garmexport(env: dict[str, str], *args: str, timeout_s: float = 120) -> tuple[int, str, float]:
+    """(exit code, stderr, seconds) of ``garmexport ARGS``."""
+    started = time.monotonic()
+    done = subprocess.run([PYTHON, "-m", "garmexport", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout_s)
+    return done.returncode, done.stderr, time.monotonic() - started
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_a_misspelled_kafka_variable_is_refused_by_config_and_run_naming_the_close_one(
+        tmp_path: Path) -> None:
+    env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(tmp_path / "out"),
+                       KAFKA_BOOTSTRAP_SERVERSS="x", LOG_FORMAT="text")
+    for command in ("config", "run"):
+        code, err, _ = garmexport(env, command)
+        assert code == 2, err
+        assert "Traceback" not in err and len(lines(err)) == 1, err
+        assert "GARMEXPORT_KAFKA_BOOTSTRAP_SERVERSS" in err, err
+        assert "did you mean GARMEXPORT_KAFKA_BOOTSTRAP_SERVERS?" in err, err
+
+
+def test_offsets_and_verify_say_within_seconds_that_the_broker_is_unreachable(
+        tmp_path: Path) -> None:
+    env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(tmp_path / "out"), LOG_FORMAT="text")
+    for args in (["offsets"], ["offsets", "set", "--partition", "0", "--offset", "5"],
+                 ["verify"]):
+        code, err, seconds = garmexport(env, *args)
+        assert code == 1, err
+        assert "Traceback" not in err and len(lines(err)) == 1, err
+        assert "broker unreachable" in err and "--no-broker" in err, err
+        assert seconds < 15, (args, seconds)
+    # What the message points to works without the broker.
+    assert garmexport(env, "offsets", "--no-broker")[0] == 0
+    assert garmexport(env, "verify", "--no-broker")[0] == 0
+
+
+def test_a_negative_offset_or_partition_is_a_usage_error(tmp_path: Path) -> None:
+    env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(tmp_path / "out"))
+    for args in (["--partition", "0", "--offset", "-5"], ["--partition", "-1", "--offset", "5"]):
+        code, err, _ = garmexport(env, "offsets", "set", *args, "--dry-run", "--no-broker")
+        assert code == 2, err
+        assert "Traceback" not in err and "must be 0 or more" in lines(err)[-1], err
