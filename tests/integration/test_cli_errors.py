@@ -60,3 +60,16 @@ def test_a_negative_offset_or_partition_is_a_usage_error(tmp_path: Path) -> None
         code, err, _ = garmexport(env, "offsets", "set", *args, "--dry-run", "--no-broker")
         assert code == 2, err
         assert "Traceback" not in err and "must be 0 or more" in lines(err)[-1], err
+
+
+def test_demo_refuses_a_workdir_it_did_not_make_and_deletes_nothing(tmp_path: Path) -> None:
+    work = tmp_path / "mine"
+    work.mkdir()
+    (work / "notes.txt").write_text("not the demo's")
+    env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(tmp_path / "out"))
+    code, err, seconds = garmexport(env, "demo", "--workdir", str(work), "--events", "10",
+                                    "--skip-compaction")
+    assert code == 2, err
+    assert "Traceback" not in err and len(lines(err)) == 1 and "not made by the demo" in err, err
+    assert [p.name for p in work.iterdir()] == ["notes.txt"]
+    assert (work / "notes.txt").read_text() == "not the demo's"
