@@ -7,12 +7,17 @@ listener (the bootstrap address of a broker that is not running).
 
 from __future__ import annotations
 
+import re
+import signal
 import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+from garmexport import cli
 from garmexport.embedded_broker import free_port
-from tests.integration.harness import PYTHON, ROOT, exporter_env
+from tests.integration.harness import PYTHON, ROOT, Exporter, exporter_env, produce
 
 
 def garmexport(env: dict[str, str], *args: str, timeout_s: float = 120) -> tuple[int, str, float]:
@@ -73,3 +78,31 @@ def test_demo_refuses_a_workdir_it_did_not_make_and_deletes_nothing(tmp_path: Pa
     assert "Traceback" not in err and len(lines(err)) == 1 and "not made by the demo" in err, err
     assert [p.name for p in work.iterdir()] == ["notes.txt"]
     assert (work / "notes.txt").read_text() == "not the demo's"
+
+
+def documented_exit_codes() -> tuple[set[int], str]:
+    """The codes ``garmexport --help`` lists, and the README's exit-code paragraph."""
+    listed = {int(code) for code in re.findall(r"^\s+(\d+)\s", cli.EXIT_CODES, re.M)}
+    readme = (ROOT / "README.md").read_text()
+    return listed, readme[readme.index("Exit codes:"):readme.index("## Configuration")]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_second_signal_while_run_stops_exits_with_a_documented_code(
+        broker, tmp_path: Path, signum: int) -> None:
+    topic = broker.new_topic(partitions=2)
+    produce(broker.bootstrap, topic, 4000, partitions=2, seed=3)
+    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), WRITER_MAX_FILE_AGE_S=600)
+    exporter = Exporter(env, tmp_path, f"twice-{signum}")
+    try:
+        exporter.wait_event("assigned", timeout_s=60)
+        exporter.process.send_signal(signum)
+        exporter.wait_event("stopping", timeout_s=30)  # the clean stop takes seconds
+        exporter.process.send_signal(signum)
+        code = exporter.process.wait(timeout=60)
+    finally:
+        exporter.close()
+    assert code == 128 + signum, exporter.tail()
+    listed, readme = documented_exit_codes()
+    assert code in listed, cli.EXIT_CODES
+    assert str(code) in readme, readme
