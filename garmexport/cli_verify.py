@@ -64,13 +64,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
     held, files = read_output(storage, config.source.topic, reading)
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
-    expected = None
+    expected: dict[int, dict[int, str]] | None = None
     if not args.no_broker:
-        expected = {}
+        found: dict[int, dict[int, str]] = {}
         seen = [0]
 
         def on_records(partition: int, records: list) -> None:
-            expected.setdefault(partition, {}).update(expected_from_records(partition, records))
+            found.setdefault(partition, {}).update(expected_from_records(partition, records))
             seen[0] += len(records)
             tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
                            f"{s:.0f} s")
@@ -78,6 +78,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         scan(config.consumer_settings(), config.source.topic, on_records, timeout_s=args.timeout_s)
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
+        expected = found
     report = compare(held, files, expected)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

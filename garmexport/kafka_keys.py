@@ -2,8 +2,9 @@
 
 ``[kafka]`` is passed to librdkafka untouched, so garmexport cannot know every key; the
 client does. :func:`check_kafka_settings` builds (and at once closes) a consumer from the
-merged settings: librdkafka refuses an unknown key or a value it cannot parse right there,
-before any connection is needed. The refusal becomes a
+merged settings less the broker list, so that it never connects (the list is a plain
+string librdkafka does not check when it is set): librdkafka refuses an unknown key or a
+value it cannot parse right there. The refusal becomes a
 :class:`~garmexport.errors.ConfigError` that names the key, where it was set (the file or
 the ``GARMEXPORT_KAFKA_*`` variable) and, for an unknown key, the closest key the linked
 librdkafka knows (read from its own property table, ``rd_kafka_conf_properties_show``; when
@@ -36,6 +37,7 @@ from garmexport.errors import ConfigError
 _UNKNOWN = re.compile(r'^No such configuration property: "([^"]+)"')
 _QUOTED = re.compile(r'"([^"]*)"')
 _MACHINE = "Failed to create"
+_BROKER_LISTS = ("bootstrap.servers", "metadata.broker.list")
 # The probe client logs nothing of its own: the real client reports the same warnings later.
 _SILENT = logging.getLogger("garmexport.kafka_keys.probe")
 _SILENT.addHandler(logging.NullHandler())
@@ -51,8 +53,9 @@ def check_kafka_settings(settings: Mapping[str, object], where: Mapping[str, str
     """
     from confluent_kafka import Consumer, KafkaException
 
+    probe = {k: v for k, v in settings.items() if k not in _BROKER_LISTS}
     try:
-        Consumer({**settings, "logger": _SILENT}).close()
+        Consumer({**probe, "logger": _SILENT}).close()
     except KafkaException as exc:
         refusal = _refusal(exc.args[0].str(), settings, where, env_var)
         if refusal is not None:

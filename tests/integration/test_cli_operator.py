@@ -148,8 +148,9 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
     assert done.returncode == 1, done.stderr
     progress = [line for line in done.stderr.splitlines() if "reading the output:" in line]
     assert len(progress) == len(written), done.stderr
+    rows = len(expected)  # 100 lost, 100 twice
     assert progress[-1].startswith(f"verify: reading the output: {len(written)}/{len(written)} "
-                                   f"files, {len(expected)} rows"), progress[-1]  # 100 lost, 100 twice
+                                   f"files, {rows} rows"), progress[-1]
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout)["partitions"]["0"]
     chunk = by_dataset[dataset]
