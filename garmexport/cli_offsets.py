@@ -51,12 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="show: do not ask the broker (partitions from the output; no lag)")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="longest wait for one broker read (default 60)")
-    parser.add_argument("--partition", type=_not_negative, action="append", default=[], metavar="P",
+    parser.add_argument("--partition", type=_not_negative, action="append", default=[],
+                        metavar="P",
                         help="set: a partition (repeatable; the n-th --offset/--timestamp "
                              "goes with the n-th --partition, or one value for all)")
     parser.add_argument("--all-partitions", action="store_true",
                         help="set: every partition of the topic")
-    parser.add_argument("--offset", type=_not_negative, action="append", default=[], metavar="O",
+    parser.add_argument("--offset", type=_not_negative, action="append", default=[],
+                        metavar="O",
                         help="set: the first offset the exporter reads")
     parser.add_argument("--timestamp", type=_epoch_ms, action="append", default=[],
                         metavar="T", help="set: start at the first record whose Kafka "
@@ -177,7 +179,8 @@ def _partitions(args: argparse.Namespace, config: Config, storage) -> list[int]:
             return partitions_of(config.consumer_settings(), config.source.topic,
                                  min(args.timeout_s, REACH_TIMEOUT_S))
         except BrokerError as exc:
-            hint = ("; --timestamp needs the broker" if args.action == "set" and args.timestamp
+            hint = ("; --timestamp needs the broker: start it, or give --offset with "
+                    "--no-broker" if args.action == "set" and args.timestamp
                     else "; pass --no-broker to read only the output directory")
             raise BrokerError(f"{exc}{hint}") from None
     src = config.source
