@@ -30,7 +30,8 @@ def prepare(work: Path) -> None:
         if entries and not (work / MARKER).is_file():
             raise ConfigError(
                 f"--workdir {work} is not empty and was not made by the demo (no {MARKER} "
-                "in it): choose a new or empty directory; nothing was deleted")
+                "in it): choose a new or empty directory, or empty this one yourself; nothing was "
+                "deleted")
         for entry in entries:
             if entry.name == MARKER:
                 continue
