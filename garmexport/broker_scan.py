@@ -7,18 +7,35 @@ after multi-record batches. Records are handed over in chunks so memory stays bo
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.errors import BrokerError
 
+#: How long the first metadata request may wait: a broker that is up answers in
+#: milliseconds, so a tool tells an operator within seconds that it cannot reach it.
+REACH_TIMEOUT_S = 5.0
+# The metadata probe's own connection errors would repeat the one BrokerError it raises.
+_QUIET = logging.getLogger("garmexport.broker_scan.probe")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
-def partitions_of(settings: Mapping[str, object], topic: str, timeout_s: float = 10.0) -> list[int]:
-    consumer = Consumer({**settings, "group.id": "garmexport-scan", "enable.auto.commit": False})
+
+def partitions_of(settings: Mapping[str, object], topic: str,
+                  timeout_s: float = REACH_TIMEOUT_S) -> list[int]:
+    """The partitions of ``topic``; raises BrokerError when the broker gives no metadata
+    within ``timeout_s`` (unreachable) or does not know the topic."""
+    consumer = Consumer({**settings, "group.id": "garmexport-scan", "enable.auto.commit": False,
+                         "logger": _QUIET})
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"broker unreachable: no answer from "
+                          f"{settings.get('bootstrap.servers')} within {timeout_s:g} s "
+                          f"({exc.args[0].str()})") from None
     finally:
         consumer.close()
     t = meta.topics.get(topic)

@@ -16,7 +16,9 @@ This module parses the arguments, builds the one :class:`~garmexport.config.Conf
 0     success
 1     failure at run time (broker, storage, protocol violation, verify found a problem)
 2     usage or configuration error; subcommand not available
-130   interrupted (Ctrl-C)
+130   interrupted (Ctrl-C; ``run``: a second SIGINT while stopping)
+143   ``run``: a second SIGTERM while stopping (stopped at once; nothing half-written is
+      visible, the next start resumes)
 ====  =========================================================================
 """
 
@@ -75,7 +77,8 @@ EXIT_CODES = """exit codes:
   0    success
   1    failure at run time (broker, storage, protocol violation, verify found a problem)
   2    usage or configuration error; subcommand not available
-  130  interrupted (Ctrl-C)"""
+  130  interrupted (Ctrl-C; run: a second SIGINT while stopping)
+  143  run: a second SIGTERM while stopping (stopped at once, nothing half-written)"""
 
 
 def build_parser(load_command: str | None = None) -> argparse.ArgumentParser:

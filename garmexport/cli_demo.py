@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -25,8 +24,9 @@ from garmexport.config import Config
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", default="demo-output",
-                        help="directory for the output, logs and metastore (default ./demo-output, "
-                             "emptied first)")
+                        help="directory for the output, logs and metastore (default ./demo-output); "
+                             "created, or emptied if an earlier demo made it; a non-empty "
+                             "directory the demo did not make is refused")
     parser.add_argument("--events", type=int, default=300_000, help="events to produce (default 300000)")
     parser.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
     parser.add_argument("--days", type=int, default=4, help="days of event time (default 4)")
@@ -87,11 +87,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.embedded_broker import start_broker
     from garmexport.generator import Spec
     from garmexport.cli_produce import PRODUCER_SETTINGS, ensure_topic, produce
+    from garmexport.demo_workdir import prepare as prepare_workdir
 
     work = Path(args.workdir).resolve()
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    prepare_workdir(work)  # refuses a directory the demo did not make, deleting nothing
     out = work / "output"
     total = time.monotonic()
 

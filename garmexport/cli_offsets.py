@@ -51,12 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="show: do not ask the broker (partitions from the output; no lag)")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="longest wait for one broker read (default 60)")
-    parser.add_argument("--partition", type=int, action="append", default=[], metavar="P",
+    parser.add_argument("--partition", type=_not_negative, action="append", default=[],
+                        metavar="P",
                         help="set: a partition (repeatable; the n-th --offset/--timestamp "
                              "goes with the n-th --partition, or one value for all)")
     parser.add_argument("--all-partitions", action="store_true",
                         help="set: every partition of the topic")
-    parser.add_argument("--offset", type=int, action="append", default=[], metavar="O",
+    parser.add_argument("--offset", type=_not_negative, action="append", default=[],
+                        metavar="O",
                         help="set: the first offset the exporter reads")
     parser.add_argument("--timestamp", type=_epoch_ms, action="append", default=[],
                         metavar="T", help="set: start at the first record whose Kafka "
@@ -64,6 +66,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="set: allow moving back over committed data, or past the end")
     parser.add_argument("--dry-run", action="store_true", help="set: print, write nothing")
+
+
+def _not_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def _epoch_ms(text: str) -> int:
@@ -159,11 +171,18 @@ class RecordProbe:
 
 
 def _partitions(args: argparse.Namespace, config: Config, storage) -> list[int]:
-    from garmexport.broker_scan import partitions_of
+    from garmexport.broker_scan import REACH_TIMEOUT_S, partitions_of
     from garmexport.naming import OFFSETS_DIR
 
     if not args.no_broker:
-        return partitions_of(config.consumer_settings(), config.source.topic, args.timeout_s)
+        try:
+            return partitions_of(config.consumer_settings(), config.source.topic,
+                                 min(args.timeout_s, REACH_TIMEOUT_S))
+        except BrokerError as exc:
+            hint = ("; --timestamp needs the broker: start it, or give --offset with "
+                    "--no-broker" if args.action == "set" and args.timestamp
+                    else "; pass --no-broker to read only the output directory")
+            raise BrokerError(f"{exc}{hint}") from None
     src = config.source
     listed = storage.list(f"{OFFSETS_DIR}/{src.cluster}+{src.topic}")
     return sorted(int(e.name) for e in listed if e.is_dir and e.name.isdigit())

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 
 from garmexport.config import DEFAULT_KAFKA, KAFKA, SECTIONS, Config, KafkaSettings, shown
 from garmexport.errors import ConfigError
+from garmexport.kafka_keys import check_kafka_settings
 
 ENV_PREFIX = "GARMEXPORT_"
 CONFIG_PATH_ENV = "GARMEXPORT_CONFIG"
@@ -157,7 +158,7 @@ def _read_toml(path: str) -> dict[str, object]:
 
 
 def _apply_file(path: str, values: dict[str, dict[str, object]],
-                kafka: dict[str, object]) -> None:
+                kafka: dict[str, object], kafka_where: dict[str, str]) -> None:
     for section, body in _read_toml(path).items():
         if section != KAFKA and section not in SECTIONS:
             raise ConfigError(f"unknown section [{section}] in {path}"
@@ -165,7 +166,8 @@ def _apply_file(path: str, values: dict[str, dict[str, object]],
         if not isinstance(body, dict):
             raise _error(section, body, path, "must be a table ([section] header)")
         if section == KAFKA:
-            kafka.update((k, _kafka_value(k, v, path)) for k, v in _flatten(body))
+            for k, v in _flatten(body):
+                kafka[k], kafka_where[k] = _kafka_value(k, v, path), path
             continue
         fields = _fields(section)
         for key, value in body.items():
@@ -181,7 +183,7 @@ def _apply_file(path: str, values: dict[str, dict[str, object]],
 
 
 def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
-               kafka: dict[str, object]) -> bool:
+               kafka: dict[str, object], kafka_where: dict[str, str]) -> bool:
     """Apply every ``GARMEXPORT_*`` variable; True if any was a config key."""
     known = {env_name(s, k): (s, k) for s in SECTIONS for k in _fields(s)}
     used = False
@@ -192,7 +194,7 @@ def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
         rest = var[len(ENV_PREFIX):]
         if rest.startswith("KAFKA_") and len(rest) > len("KAFKA_"):
             key = rest[len("KAFKA_"):].lower().replace("_", ".")
-            kafka[key] = _kafka_value(key, text, where)
+            kafka[key], kafka_where[key] = _kafka_value(key, text, where), where
         elif var in known:
             section, key = known[var]
             field, kind = _fields(section)[key]
@@ -212,14 +214,18 @@ def load(path: str | None, env: Mapping[str, str]) -> Config:
     """See :func:`garmexport.config.load_config`."""
     values: dict[str, dict[str, object]] = {section: {} for section in SECTIONS}
     kafka = dict(DEFAULT_KAFKA)
+    kafka_where = {key: "defaults" for key in kafka}
     origin = ["defaults"]
     if path is not None:
-        _apply_file(path, values, kafka)
+        _apply_file(path, values, kafka, kafka_where)
         origin.append(path)
-    if _apply_env(env, values, kafka):
+    if _apply_env(env, values, kafka, kafka_where):
         origin.append("environment")
     sections = {name: SECTIONS[name](**given) for name, given in values.items()}
-    return Config(kafka=KafkaSettings(kafka), origin=tuple(origin), **sections)
+    config = Config(kafka=KafkaSettings(kafka), origin=tuple(origin), **sections)
+    check_kafka_settings(config.consumer_settings(), kafka_where,
+                         lambda key: env_name(KAFKA, key))
+    return config
 
 
 def _toml(value: object) -> str:

@@ -2,7 +2,7 @@
 
 Exit codes: 0 after a clean stop (every open file published, final markers written),
 1 after a failure (the traceback is logged; Marathon restarts the task and the protocol
-makes that safe), 143 on a second SIGTERM.
+makes that safe), 143 on a second SIGTERM (130 on a second SIGINT) during the stop.
 """
 
 from __future__ import annotations

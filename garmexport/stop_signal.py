@@ -1,4 +1,5 @@
-"""SIGTERM/SIGINT handling: the first asks for a clean stop, the second exits at once.
+"""SIGTERM/SIGINT handling: the first asks for a clean stop, the second exits at once
+(143 after SIGTERM, 130 after SIGINT: 128 + the signal's number).
 
 The actors run in the main thread and thespian's ``listen`` does not return while work
 flows, so the reader polls :func:`requested` itself; when ``listen`` does return, the main
@@ -13,7 +14,8 @@ import signal
 import threading
 
 _requested = threading.Event()
-EXIT_ON_SECOND = 143
+#: exit code of a second signal: 128 + its number, as a shell reports a process it killed
+EXIT_ON_SECOND = {signal.SIGTERM: 143, signal.SIGINT: 130}
 
 
 def requested() -> bool:
@@ -29,7 +31,7 @@ def install(hard_deadline_s: float) -> None:
 
     def handle(signum: int, frame: object) -> None:
         if _requested.is_set():
-            os._exit(EXIT_ON_SECOND)
+            os._exit(EXIT_ON_SECOND[signum])
         _requested.set()
         timer = threading.Timer(hard_deadline_s, lambda: os._exit(1))
         timer.daemon = True

@@ -200,3 +200,45 @@ def test_log_level_names_are_case_insensitive(tmp_path):
                          {"GARMEXPORT_LOG_ACTOR_LEVEL": "debug"})
     assert (config.log.level, config.log.actor_level) == ("WARNING", "DEBUG")
     assert load_config(None, {"GARMEXPORT_LOG_LEVEL": "info"}).log.level == "INFO"
+
+
+@pytest.mark.parametrize("env,problem", [
+    ({"GARMEXPORT_KAFKA_BOOTSTRAP_SERVERSS": "x"},
+     "kafka.bootstrap.serverss in environment variable GARMEXPORT_KAFKA_BOOTSTRAP_SERVERSS: "
+     "unknown librdkafka key \\(did you mean GARMEXPORT_KAFKA_BOOTSTRAP_SERVERS\\?\\)"),
+    ({"GARMEXPORT_KAFKA_SESSION_TIMEOUT_MS": "soon"},
+     "kafka.session.timeout.ms = 'soon' in environment variable "
+     "GARMEXPORT_KAFKA_SESSION_TIMEOUT_MS: librdkafka refuses this value"),
+    ({"GARMEXPORT_KAFKA_SASL_PASSWORD": "hunter2", "GARMEXPORT_KAFKA_SECURITY_PROTOCOL": "tcp"},
+     "kafka.security.protocol = 'tcp' .*librdkafka refuses this value"),
+])
+def test_kafka_keys_and_values_the_client_refuses_are_errors_naming_the_variable(env, problem):
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, env)
+    assert re.search(problem, str(caught.value)), str(caught.value)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_an_unknown_kafka_key_in_a_file_names_the_file_and_the_close_key(tmp_path):
+    path = write(tmp_path, '[kafka]\n"heartbeat.interval" = 500\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {})
+    assert str(caught.value) == (f"kafka.heartbeat.interval in {path}: unknown librdkafka key "
+                                 "(did you mean 'heartbeat.interval.ms'?)")
+
+
+def test_kafka_keys_known_only_to_producers_or_needing_this_machine_are_not_refused(tmp_path):
+    config = load_config(None, {"GARMEXPORT_KAFKA_LINGER_MS": "5",
+                                "GARMEXPORT_KAFKA_SSL_CA_LOCATION": str(tmp_path / "absent.pem"),
+                                "GARMEXPORT_KAFKA_SECURITY_PROTOCOL": "SSL"})
+    assert config.kafka["linger.ms"] == "5"
+
+
+@pytest.mark.parametrize("var,text,problem", [
+    ("GARMEXPORT_KAFKA_SESSION_TIMEOUT_MS", "-1", "outside allowed range"),
+    ("GARMEXPORT_KAFKA_ENABLE_AUTO_COMMIT", "maybe", "Expected bool value"),
+])
+def test_every_kind_of_refused_kafka_value_is_a_config_error(var, text, problem):
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, {var: text})
+    assert var in str(caught.value) and problem in str(caught.value), str(caught.value)
