@@ -249,3 +249,52 @@ def _remove_partition(gauge: Gauge, partition: int) -> None:
              if sample.labels["partition"] == wanted}
     for type_ in stale:
         gauge.remove(type_, wanted)
+
+
+class CompactionMetrics:
+    """The outcome of one compaction run, as pushed to a Pushgateway or written to a
+    textfile (garmexport.compaction.report). Gauges only: a batch job holds no counter
+    across runs; each run replaces the last run's values. The last success time is set
+    only by a successful run, so a failed run leaves the previous one in place."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(f"garmexport_compaction_{name}", doc, registry=registry)
+
+        self._finished = gauge("last_run_timestamp_seconds", "End of the last run (unix s).")
+        self._success = gauge("last_run_success", "1 if the last run succeeded (exit 0), else 0.")
+        self._duration = gauge("last_run_duration_seconds", "Duration of the last run.")
+        self._days = gauge("last_run_days_compacted", "Days compacted by the last run.")
+        self._files_in = gauge("last_run_files_compacted", "Files the last run replaced.")
+        self._files_out = gauge("last_run_files_written", "Compacted files the last run wrote.")
+        self._bytes_in = gauge("last_run_bytes_compacted", "Bytes of the files the last run replaced.")
+        self._problems = gauge("last_run_problems", "Files the last run left alone with a problem.")
+        self._registry = registry
+        self._last_success: Gauge | None = None
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> CompactionMetrics:
+        """Compaction metrics on ``registry`` (a fresh one per run)."""
+        return cls(registry)
+
+    def run(self, *, success: bool, finished_s: float, duration_s: float, days: int,
+            files_in: int, files_out: int, bytes_in: int, problems: int) -> None:
+        """One run ended at ``finished_s`` (unix s) after ``duration_s``; counts are those
+        of its summary (0 when it raised before the end)."""
+        self._finished.set(finished_s)
+        self._success.set(1 if success else 0)
+        self._duration.set(duration_s)
+        self._days.set(days)
+        self._files_in.set(files_in)
+        self._files_out.set(files_out)
+        self._bytes_in.set(bytes_in)
+        self._problems.set(problems)
+
+    def last_success(self, finished_s: float) -> None:
+        """The end (unix s) of the last successful run: this one, or one before it. Not
+        exposed until set: a failed push must not overwrite an earlier success."""
+        if self._last_success is None:
+            self._last_success = Gauge(
+                "garmexport_compaction_last_success_timestamp_seconds",
+                "End of the last successful run (unix s).", registry=self._registry)
+        self._last_success.set(finished_s)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from garmexport.metrics import Metrics
+from garmexport.metrics import CompactionMetrics, Metrics
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 DASHBOARD = CONFIG / "dashboard.json"
@@ -29,9 +29,11 @@ _KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ig
 
 
 def exposed_names() -> set[str]:
-    """Every sample name a fresh Metrics registry can expose, labelled or not."""
+    """Every sample name a fresh Metrics registry can expose, labelled or not, and those
+    compaction reports (CompactionMetrics, with its last success time)."""
     registry = CollectorRegistry()
     Metrics.create(registry)
+    CompactionMetrics.create(registry).last_success(0.0)
     return {family.name + suffix for family in registry.collect()
             for suffix in _SUFFIXES[family.type]}
 
