@@ -93,9 +93,12 @@ def test_the_textfile_keeps_the_last_success_through_a_failure(tmp_path: Path) -
     reported(cfg, ROOT, False, lambda: Summary(days_compacted=2), wall_s=clock(1_000.0))
     succeeded = last_success_in(str(path))
     assert succeeded is not None and succeeded >= 1_000.0
+
+    def store_fails() -> Summary:
+        raise OSError("disk")
+
     with pytest.raises(OSError):
-        reported(cfg, ROOT, False, lambda: (_ for _ in ()).throw(OSError("disk")),
-                 wall_s=clock(90_000.0))
+        reported(cfg, ROOT, False, store_fails, wall_s=clock(90_000.0))
     text = path.read_text()
     assert "garmexport_compaction_last_run_success 0.0" in text
     assert last_success_in(str(path)) == succeeded
