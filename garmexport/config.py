@@ -165,6 +165,10 @@ class CompactionConfig(_Section):
     hive_database: str = _f("garmadon", "Hive database of the external tables", pattern=_NAME)
     metastore_uri: str = _f("", "thrift:// URI of a Hive metastore (empty: embedded Derby)")
     spark_master: str = _f("local[2]", "Spark master URL", pattern=r".+")
+    pushgateway_url: str = _f("", "Prometheus Pushgateway (http://host:9091) each run pushes "
+                              "its outcome to, job garmexport_compaction (empty: none)")
+    metrics_textfile: str = _f("", "file each run writes its outcome to in the Prometheus text "
+                               "format, for node_exporter's textfile collector (empty: none)")
 
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -12,8 +12,10 @@ that could not be routed to a type; ``partition`` is the Kafka partition number;
 
 Invariants:
 
-- Offsets and times are those the caller passes: this module reads no clock and no state
-  beyond the max it keeps for the two monotone per-(type, partition) gauges.
+- Offsets and times are those the caller passes: this module reads no state beyond the
+  max it keeps for the two monotone per-(type, partition) gauges, and no clock but the
+  injected wall clock that ages the lag in seconds at each scrape (so that it keeps
+  growing while the exporter is stuck).
 - Per-partition series are removed when the partition leaves this instance
   (:meth:`Metrics.forget_partition`), so a revoked partition never reports a stale lag.
 """
@@ -21,9 +23,13 @@ Invariants:
 from __future__ import annotations
 
 import platform
+import time
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from garmexport import __version__
+from garmexport.lag_time import lag_seconds
 
 PUBLISH_KINDS = ("data", "quarantine")
 REBALANCE_KINDS = ("assign", "revoke", "lost")
@@ -43,8 +49,9 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> str:
 class Metrics:
     """The metric families of one exporter process and the methods that update them."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, wall_s: Callable[[], float] = time.time) -> None:
         """Register every family on ``registry``; use :meth:`create`."""
+        self._wall_s = wall_s
         def counter(name: str, doc: str, *labels: str) -> Counter:
             return Counter(f"garmexport_{name}", doc, labels, registry=registry)
 
@@ -79,6 +86,9 @@ class Metrics:
         self._lag = gauge(
             "consumer_lag_offsets", "High watermark from fetches minus the committed seek position.",
             "topic", "partition")
+        self._lag_s = gauge(
+            "consumer_lag_seconds", "Age of the oldest record not yet committed (Kafka time); "
+            "0 when the committed position has reached the high watermark.", "topic", "partition")
         self._markers = counter("markers_written", "Offset markers written.", "partition")
         self._heartbeats = counter("heartbeats", "Markers written by a heartbeat (no data).", "partition")
         self._failures = counter("storage_failures", "Storage operations that raised.", "op")
@@ -99,9 +109,10 @@ class Metrics:
         self._up.set(1)
 
     @classmethod
-    def create(cls, registry: CollectorRegistry) -> Metrics:
-        """Metrics registered on ``registry`` (a fresh one per process or test)."""
-        return cls(registry)
+    def create(cls, registry: CollectorRegistry, wall_s: Callable[[], float] = time.time) -> Metrics:
+        """Metrics registered on ``registry`` (a fresh one per process or test);
+        ``wall_s`` is the clock (unix seconds) that ages the lag in seconds."""
+        return cls(registry, wall_s)
 
     # -- flow -----------------------------------------------------------------------------
     def consumed(self, topic: str, partition: int, count: int) -> None:
@@ -162,6 +173,14 @@ class Metrics:
         Never negative: a stale watermark reads as 0, not as a credit."""
         self._lag.labels(topic, partition).set(max(0, high_watermark - position))
 
+    def set_lag_time(self, topic: str, partition: int, waiting: bool, oldest_ms: int) -> None:
+        """Lag in seconds (garmexport.lag_time): 0 unless records ``waiting`` past the
+        committed position, else the wall clock at each scrape minus ``oldest_ms``, the
+        Kafka time (ms) of the record at that position."""
+        wall_s = self._wall_s
+        self._lag_s.labels(topic, partition).set_function(
+            lambda: lag_seconds(waiting, oldest_ms, wall_s()))
+
     def marker_written(self, partition: int, heartbeat: bool) -> None:
         """A marker for ``partition`` was written; ``heartbeat`` when no data file caused it."""
         self._markers.labels(partition).inc()
@@ -208,6 +227,7 @@ class Metrics:
         """Drop every per-partition gauge of ``partition`` (on revoke or loss), so that the
         new owner's values are the only ones Prometheus sees. Counters stay: they only grow."""
         self._lag.remove(topic, partition)
+        self._lag_s.remove(topic, partition)
         for key in [k for k in self._maxima if k[1] == partition]:
             del self._maxima[key]
         for gauge in (self._watermark, self._committed, self._event_time):
@@ -229,3 +249,52 @@ def _remove_partition(gauge: Gauge, partition: int) -> None:
              if sample.labels["partition"] == wanted}
     for type_ in stale:
         gauge.remove(type_, wanted)
+
+
+class CompactionMetrics:
+    """The outcome of one compaction run, as pushed to a Pushgateway or written to a
+    textfile (garmexport.compaction.report). Gauges only: a batch job holds no counter
+    across runs; each run replaces the last run's values. The last success time is set
+    only by a successful run, so a failed run leaves the previous one in place."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(f"garmexport_compaction_{name}", doc, registry=registry)
+
+        self._finished = gauge("last_run_timestamp_seconds", "End of the last run (unix s).")
+        self._success = gauge("last_run_success", "1 if the last run succeeded (exit 0), else 0.")
+        self._duration = gauge("last_run_duration_seconds", "Duration of the last run.")
+        self._days = gauge("last_run_days_compacted", "Days compacted by the last run.")
+        self._files_in = gauge("last_run_files_compacted", "Files the last run replaced.")
+        self._files_out = gauge("last_run_files_written", "Compacted files the last run wrote.")
+        self._bytes_in = gauge("last_run_bytes_compacted", "Bytes of the files the last run replaced.")
+        self._problems = gauge("last_run_problems", "Files the last run left alone with a problem.")
+        self._registry = registry
+        self._last_success: Gauge | None = None
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> CompactionMetrics:
+        """Compaction metrics on ``registry`` (a fresh one per run)."""
+        return cls(registry)
+
+    def run(self, *, success: bool, finished_s: float, duration_s: float, days: int,
+            files_in: int, files_out: int, bytes_in: int, problems: int) -> None:
+        """One run ended at ``finished_s`` (unix s) after ``duration_s``; counts are those
+        of its summary (0 when it raised before the end)."""
+        self._finished.set(finished_s)
+        self._success.set(1 if success else 0)
+        self._duration.set(duration_s)
+        self._days.set(days)
+        self._files_in.set(files_in)
+        self._files_out.set(files_out)
+        self._bytes_in.set(bytes_in)
+        self._problems.set(problems)
+
+    def last_success(self, finished_s: float) -> None:
+        """The end (unix s) of the last successful run: this one, or one before it. Not
+        exposed until set: a failed push must not overwrite an earlier success."""
+        if self._last_success is None:
+            self._last_success = Gauge(
+                "garmexport_compaction_last_success_timestamp_seconds",
+                "End of the last successful run (unix s).", registry=self._registry)
+        self._last_success.set(finished_s)

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from garmexport.config import Config
 from garmexport.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
+from garmexport.lag_time import PositionTimes, waiting
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
@@ -66,6 +67,8 @@ class _Assigned:
     ledger: PartitionLedger
     lows: dict[str, int]
     keeper: MarkerKeeper
+    #: Kafka times of offsets, for the lag in seconds (lag_time)
+    times: PositionTimes
     writers: dict[str, _WriterView] = field(default_factory=dict)
     reset_sent: set[str] = field(default_factory=set)
     #: routed records not yet sent, per origin, with the time the first one arrived
@@ -116,7 +119,8 @@ class Reader:
         keeper = MarkerKeeper(1.0, self.cfg.protocol.heartbeat_interval_s,
                               markers=dict(rec.markers), intents=set(rec.intents))
         lows = {o: rec.state.low_of(o) for o in ORIGINS}
-        a = _Assigned(self._epoch, ledger, lows, keeper)
+        a = _Assigned(self._epoch, ledger, lows, keeper,
+                      PositionTimes.start(rec.markers.values(), self._wall_ms()))
         for origin in ORIGINS:
             a.state_last[origin] = tuple(
                 (c.kind, c.day, off) for c, off in rec.state.last.items() if c.origin == origin)
@@ -168,6 +172,8 @@ class Reader:
         now = self._clock()
         a.last_record_s = now
         a.burst += len(records)
+        for r in (records[0], records[-1]):
+            a.times.seen(r.offset(), r.timestamp()[1])  # type: ignore[attr-defined]
         for origin, b in routed.batches.items():
             held = a.pending.get(origin)
             if held is None:
@@ -346,6 +352,19 @@ class Reader:
     def seek_position(self, partition: int) -> int | None:
         a = self.assigned.get(partition)
         return None if a is None else a.ledger.seek_position()
+
+    def oldest_waiting(self, partition: int, high_watermark: int | None) -> tuple[bool, int] | None:
+        """For the lag in seconds (lag_time): whether records wait past the committed
+        position, and the Kafka time (ms) of the record at that position; None when the
+        partition is not assigned. On a first run that has read nothing yet, the consumer's
+        position stands in for the committed one, which is not known before a record."""
+        a = self.assigned.get(partition)
+        if a is None:
+            return None
+        position = a.ledger.seek_position()
+        if high_watermark is not None and a.ledger.processed < 0 and not a.keeper.markers:
+            return self._kafka.behind(partition), a.times.time_at(position)
+        return waiting(position, high_watermark), a.times.time_at(position)
 
     def _update_pause(self) -> None:
         errors = [v.store_error for a in self.assigned.values() for v in a.writers.values()

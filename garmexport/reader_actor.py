@@ -72,6 +72,10 @@ class ReaderActor(ActorTypeDispatcher):
     def _assigned(self, partitions: list[int]):  # noqa: ANN202
         seeks = self.reader.assign(partitions)
         self.health.set_assignment(len(self.reader.assigned))
+        for p in partitions:
+            # the lag in seconds exists from the assignment on; no fetch of the new
+            # assignment has shown a watermark yet (a cached one would be an old one)
+            self._set_lag_time(p, None)
         return seeks
 
     def _to_writer(self, origin: str, partition: int, msg: WriterMessage) -> None:
@@ -136,6 +140,12 @@ class ReaderActor(ActorTypeDispatcher):
         high = self.source.high_watermark(p) if self.source is not None else None
         if position is not None and high is not None:
             self.metrics.set_lag(self.cfg.source.topic, p, high, position)
+        self._set_lag_time(p, high)
+
+    def _set_lag_time(self, p: int, high: int | None) -> None:
+        oldest = self.reader.oldest_waiting(p, high)
+        if oldest is not None:
+            self.metrics.set_lag_time(self.cfg.source.topic, p, *oldest)
 
     @escalating("reader report")
     def receiveMsg_WriterReport(self, msg: WriterReport, sender: object) -> None:

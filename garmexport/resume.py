@@ -48,8 +48,9 @@ class Marker:
     processed: int
     written_at_ms: int
     #: Kafka timestamp (ms) of the last record routed when the marker was written: the
-    #: partition's progress in time, for the closed-day rule of compaction. W trails it
-    #: by at most the age of the oldest open file.
+    #: partition's progress in time, for the closed-day rule of compaction and for the lag
+    #: in seconds of a new owner before its first poll (lag_time). W trails it by at most
+    #: the age of the oldest open file.
     low_event_ms: int | None = None
 
     def to_json(self) -> bytes:

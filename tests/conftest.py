@@ -3,7 +3,8 @@
 ``broker`` is one tansu process per test session (tests isolate themselves by topic:
 ``broker.new_topic()``); ``own_broker`` is a fresh process for one test, for tests that
 stop or restart the broker. ``seaweed`` is one real SeaweedFS (S3) server per session,
-shared by the storage conformance suite and the S3 end-to-end runs. Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
+shared by the storage conformance suite and the S3 end-to-end runs. ``pushgateway`` is a
+real Prometheus Pushgateway per test (compaction reports). Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
 ``pytest -m "not spark"`` selects by what a test needs.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker import Broker, start_broker
+from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
 
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
@@ -56,6 +58,20 @@ def seaweed() -> Iterator[Seaweed]:
         server = ctx.__enter__()
     except SeaweedUnavailable as exc:
         pytest.skip(f"SeaweedFS cannot start here, S3 tests skipped: {exc}")
+    try:
+        yield server
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def pushgateway(tmp_path: Path) -> Iterator[Pushgateway]:
+    """A real Prometheus Pushgateway for this test; skips (loudly) if it is not installed."""
+    try:
+        ctx = pushgateway_server(tmp_path)
+        server = ctx.__enter__()
+    except PushgatewayUnavailable as exc:
+        pytest.skip(f"Pushgateway cannot start here: {exc}")
     try:
         yield server
     finally:

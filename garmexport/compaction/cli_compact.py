@@ -15,6 +15,7 @@ from typing import Any
 
 from garmexport.compaction.fs import open_fs, to_uri
 from garmexport.compaction.job import CompactOptions, run
+from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
 from garmexport.errors import ConfigError
 
@@ -84,7 +85,8 @@ def run_compact(args: argparse.Namespace, config: Any) -> int:
                           _opt(args, "metastore_uri", config.compaction.metastore_uri),
                           spark_conf(args))
     try:
-        summary = run(spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000))
+        summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: run(
+            spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000)))
         if getattr(args, "show_counts", False) and opts.hive:
             print_counts(spark, opts.hive_database)
     finally:

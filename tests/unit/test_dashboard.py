@@ -12,7 +12,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from garmexport.metrics import Metrics
+from garmexport.metrics import CompactionMetrics, Metrics
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 DASHBOARD = CONFIG / "dashboard.json"
@@ -29,9 +29,11 @@ _KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ig
 
 
 def exposed_names() -> set[str]:
-    """Every sample name a fresh Metrics registry can expose, labelled or not."""
+    """Every sample name a fresh Metrics registry can expose, labelled or not, and those
+    compaction reports (CompactionMetrics, with its last success time)."""
     registry = CollectorRegistry()
     Metrics.create(registry)
+    CompactionMetrics.create(registry).last_success(0.0)
     return {family.name + suffix for family in registry.collect()
             for suffix in _SUFFIXES[family.type]}
 
@@ -124,7 +126,7 @@ def test_panels_have_unique_ids_and_fit_the_grid() -> None:
 
 def test_the_dashboard_covers_the_operating_questions() -> None:
     used = set().union(*map(metric_names, dashboard_exprs()))
-    for name in ("garmexport_consumer_lag_offsets",
+    for name in ("garmexport_consumer_lag_offsets", "garmexport_consumer_lag_seconds",
                  "garmexport_last_committed_event_timestamp_seconds",
                  "garmexport_events_consumed_total", "garmexport_events_exported_total",
                  "garmexport_files_published_total", "garmexport_bytes_published_total",
@@ -150,3 +152,10 @@ def test_promtool_parses_every_dashboard_expression(tmp_path: Path) -> None:
     result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_lag_in_seconds_is_the_exported_gauge_not_the_committed_event_time() -> None:
+    """A quiet, caught-up partition has an old newest event but no lag (config/METRICS.md)."""
+    [panel] = [p for p in panels() if p["title"] == "Lag per partition (seconds)"]
+    [target] = panel["targets"]
+    assert metric_names(target["expr"]) == {"garmexport_consumer_lag_seconds"}

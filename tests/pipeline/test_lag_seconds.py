@@ -1,0 +1,62 @@
+"""The reader times its committed position: lag in seconds from the assignment on.
+
+Before any publish after a restart the new owner already knows how old its position is
+(the marker stores the Kafka time of the processed position); records held in open files
+count as waiting; a caught-up partition lags 0 however old its newest record.
+"""
+
+from __future__ import annotations
+
+from garmexport.config import load_config
+from garmexport.events import EXPORTED
+from garmexport.frames import encode
+from garmexport.storage.local import LocalStorage
+from tests.pipeline.harness import FakeRecord, Owner
+
+HOUR_MS = 3_600_000
+T0_MS = 1_795_300_000_000
+
+
+def owner(tmp_path):  # noqa: ANN001, ANN201
+    cfg = load_config(None, {
+        "GARMEXPORT_OUTPUT_ROOT": str(tmp_path / "out"),
+        "GARMEXPORT_WRITER_MAX_FILE_AGE_S": "600",
+        "GARMEXPORT_WRITER_IDLE_FLUSH_S": "100000",
+    })
+    o = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
+    o.now = T0_MS / 1000 + 2 * 3600  # the wall clock: two hours after the records' Kafka time
+    return o
+
+
+def records(start: int, n: int, kafka_ms: int) -> list[FakeRecord]:
+    t = EXPORTED[0]
+    # one record a second from kafka_ms on
+    return [FakeRecord(o, encode(t.marker, kafka_ms, b"", b""), kafka_ms + 1000 * (o - start))
+            for o in range(start, start + n)]
+
+
+def test_records_held_in_open_files_lag_from_the_first_one(tmp_path) -> None:  # noqa: ANN001
+    o = owner(tmp_path)
+    o.reader.assign([0])
+    o.feed(0, records(0, 300, T0_MS))
+    # read up to the high watermark, nothing committed: every record still waits
+    assert o.reader.oldest_waiting(0, high_watermark=300) == (True, T0_MS)
+
+
+def test_a_new_owner_knows_the_age_of_its_position_before_reading(tmp_path) -> None:  # noqa: ANN001
+    first = owner(tmp_path)
+    first.reader.assign([0])
+    first.feed(0, records(0, 300, T0_MS))
+    first.finish()  # published, final marker with the processed position's Kafka time
+    assert first.reader.oldest_waiting(0, high_watermark=300) == (False, T0_MS + 299_000)
+
+    second = Owner(first.config, first.storage)
+    second.now = first.now
+    second.reader.assign([0])
+    # no fetch yet: waiting, timed by the marker (not by the assignment: that is "now")
+    assert second.reader.oldest_waiting(0, high_watermark=None) == (True, T0_MS + 299_000)
+    # the first fetch shows nothing past the position: a quiet partition does not lag
+    assert second.reader.oldest_waiting(0, high_watermark=300)[0] is False
+    # a new record arrives an hour later and sits in an open file
+    second.feed(0, records(300, 1, T0_MS + HOUR_MS))
+    assert second.reader.oldest_waiting(0, high_watermark=301) == (True, T0_MS + HOUR_MS)
