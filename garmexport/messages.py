@@ -141,6 +141,9 @@ class WriterReport:
     rows_in: int
     quarantined: tuple[tuple[str, int], ...]  # (reason, count) found while decoding
     skipped: int
+    store_error: str = ""  # the last failed publish's error, while store_failing
+    storage_failures: int = 0  # publish attempts that raised StorageError since the last report
+    storage_retries: int = 0  # ... of which will be tried again (the rest ended the process)
 
 
 # exporter <-> reader, shutdown

@@ -169,13 +169,14 @@ class Metrics:
             self._heartbeats.labels(partition).inc()
 
     # -- trouble --------------------------------------------------------------------------
-    def storage_failure(self, op: str) -> None:
-        """A storage call ``op`` (a Storage method name, e.g. ``publish``) raised StorageError."""
-        self._failures.labels(op).inc()
+    def storage_failure(self, op: str, count: int = 1) -> None:
+        """``count`` storage calls ``op`` (``publish``: a data or quarantine file,
+        ``marker``) raised StorageError."""
+        self._failures.labels(op).inc(count)
 
-    def storage_retry(self, op: str) -> None:
-        """A failed storage call ``op`` is being tried again after back-off."""
-        self._retries.labels(op).inc()
+    def storage_retry(self, op: str, count: int = 1) -> None:
+        """``count`` failed storage calls ``op`` will be tried again after back-off."""
+        self._retries.labels(op).inc(count)
 
     def fencing_conflict(self, partition: int) -> None:
         """An exclusive publish for ``partition`` lost to another owner (PublishConflict)."""

@@ -99,6 +99,7 @@ class OriginWriter:
         self._backoff = backoff if backoff is not None else _BACKOFFS.setdefault(storage.uri, StoreBackoff())
         self._deferred = False
         self._halted = False
+        self._error = ""
         self._day_names: dict[int, str] = {}
         self._reset_counts()
 
@@ -109,6 +110,8 @@ class OriginWriter:
         self._quarantined: dict[str, int] = {}
         self._fenced: str | None = None
         self._handled = 0
+        self._attempts_failed = 0
+        self._attempts_retried = 0
 
     def reset(self, epoch: int, state: OriginState, upto: int) -> None:
         self.epoch = epoch
@@ -263,11 +266,14 @@ class OriginWriter:
                 self._halted = True
                 self._files.drop_all()
                 return
-            except StorageError:
+            except StorageError as exc:
                 self._failures += 1
+                self._attempts_failed += 1
+                self._error = f"{type(exc).__name__}: {exc}"
                 s = self._cfg.storage
                 if self._failures >= s.retry_attempts:
                     raise
+                self._attempts_retried += 1
                 self._retry_at = now + next_backoff_s(self._failures, s.retry_initial_s, s.retry_max_s)
                 self._backoff.failures += 1
                 self._backoff.retry_at = self._clock() + next_backoff_s(
@@ -303,7 +309,8 @@ class OriginWriter:
             oldest_open_s=min((i.opened_at_s for i in infos), default=None),
             store_failing=self._failures > 0 or self._deferred, fenced_path=self._fenced,
             rows_in=self._rows_in, quarantined=tuple(sorted(self._quarantined.items())),
-            skipped=self._skipped,
+            skipped=self._skipped, store_error=self._error if self._failures else "",
+            storage_failures=self._attempts_failed, storage_retries=self._attempts_retried,
         )
         self._reset_counts()
         return report

@@ -123,6 +123,7 @@ class ReaderActor(ActorTypeDispatcher):
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
         self.health.set_writers_healthy(self.reader.store_ok)
+        self.health.set_stalled(self.reader.episode.since, self.reader.episode.reason)
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
     def _update_lag(self, p: int) -> None:
