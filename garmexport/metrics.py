@@ -21,7 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import platform
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 from garmexport import __version__
 
@@ -94,6 +94,9 @@ class Metrics:
         self._ready = gauge("ready", "1 when /health/ready answers 200.")
         Info("garmexport_build", "Version of the running exporter.", registry=registry).info(
             {"version": __version__, "python": platform.python_version()})
+        # the client's own process_* families (RSS, CPU, open fds, start time), read from
+        # /proc at each scrape: the default registry has them, an injected one must ask
+        ProcessCollector(registry=registry)
         # Max kept for the monotone gauges, per (type, partition): (committed offset, event time).
         self._maxima: dict[tuple[str, int], tuple[int, float]] = {}
         self._up.set(1)
