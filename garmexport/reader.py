@@ -201,12 +201,17 @@ class Reader:
         if r.storage_retries:
             self.metrics.storage_retry("publish", r.storage_retries)
         a = self.assigned.get(r.partition)
-        if a is None or r.epoch != a.epoch:
-            return
+        current = a is not None and r.epoch == a.epoch
         if r.fenced_path is not None:
+            # every refused publish, even one reported after the partition moved on (a
+            # zombie's late work): the count and the line are how a zombie is seen
             self.metrics.fencing_conflict(r.partition)
-            log_event(log, "fenced", partition=r.partition, origin=r.origin, path=r.fenced_path)
-            self.resync(r.partition)
+            log_event(log, "fenced", level=logging.WARNING, partition=r.partition,
+                      origin=r.origin, path=r.fenced_path, assigned=current)
+            if current:
+                self.resync(r.partition)
+            return
+        if not current:
             return
         a.ledger.reported(
             r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
