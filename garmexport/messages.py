@@ -61,6 +61,10 @@ class StartWriter:
     origin: str
     partition: int
     exporter: object
+    #: the reader's Storage and the StoreBackoff all writers of it share: objects, not
+    #: values, as the actors run in one process (like StartReader.source)
+    storage: object
+    backoff: object
 
 
 @dataclass(frozen=True)

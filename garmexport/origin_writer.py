@@ -75,9 +75,6 @@ class StoreBackoff:
         return self.failures > 0 and now < self.retry_at
 
 
-_BACKOFFS: dict[str, StoreBackoff] = {}
-
-
 class OriginWriter:
     def __init__(
         self, config: Config, storage: Storage, origin: str, partition: int,
@@ -96,7 +93,9 @@ class OriginWriter:
         self._upto = -1
         self._failures = 0
         self._retry_at = 0.0
-        self._backoff = backoff if backoff is not None else _BACKOFFS.setdefault(storage.uri, StoreBackoff())
+        # the exporter passes the one back-off of its store to every writer; alone, a
+        # writer has its own
+        self._backoff = backoff if backoff is not None else StoreBackoff()
         self._deferred = False
         self._halted = False
         self._error = ""

@@ -22,6 +22,7 @@ from garmexport.kafka_source import KafkaSource
 from garmexport.logs import log_event
 from garmexport.messages import ReaderStopped, StartReader, StartWriter, StopReader, WriterReport
 from garmexport.metrics import Metrics
+from garmexport.origin_writer import StoreBackoff
 from garmexport.reader import Reader
 from garmexport.writer_actor import WriterActor
 
@@ -57,6 +58,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.server = serve(m.host, m.port, self.registry, self.health)
         log_event(log, "metrics_serving", host=m.host, port=self.server.port)
         storage = storage_for(self.cfg, self.instance)
+        self.storage, self.backoff = storage, StoreBackoff()  # shared by every writer
         removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
         log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
         self.reader = Reader(self.cfg, self.instance, storage, self.metrics, self._to_writer, _Port(self))
@@ -77,7 +79,8 @@ class ReaderActor(ActorTypeDispatcher):
         addr = self.writers.get(key)
         if addr is None:
             addr = self.writers[key] = self.createActor(WriterActor)
-            self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter))
+            self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter,
+                                        self.storage, self.backoff))
         self.send(addr, msg)
 
     @escalating("reader wakeup")

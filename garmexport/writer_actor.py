@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from thespian.actors import ActorTypeDispatcher
 
-from garmexport.actor_support import escalating, storage_for
+from garmexport.actor_support import escalating
 from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick
 from garmexport.origin_writer import OriginWriter
 from garmexport.resume import OriginState
@@ -19,8 +19,8 @@ class WriterActor(ActorTypeDispatcher):
     @escalating("writer start")
     def receiveMsg_StartWriter(self, msg: StartWriter, sender: object) -> None:
         self.exporter = msg.exporter
-        storage = storage_for(msg.config, msg.instance)
-        self.writer = OriginWriter(msg.config, storage, msg.origin, msg.partition)
+        self.writer = OriginWriter(msg.config, msg.storage, msg.origin, msg.partition,  # type: ignore[arg-type]
+                                   backoff=msg.backoff)  # type: ignore[arg-type]
 
     @escalating("writer reset")
     def receiveMsg_ResetWriter(self, msg: ResetWriter, sender: object) -> None:

@@ -19,7 +19,7 @@ from garmexport.events import EXPORTED
 from garmexport.generator import Spec, generate
 from garmexport.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterReport
 from garmexport.metrics import Metrics
-from garmexport.origin_writer import OriginWriter
+from garmexport.origin_writer import OriginWriter, StoreBackoff
 from garmexport.reader import Reader
 from garmexport.resume import OriginState
 from garmexport.storage.base import Storage
@@ -78,6 +78,7 @@ class Owner:
         self.queue: deque[tuple[str, int, object]] = deque()
         self.writers: dict[tuple[str, int], OriginWriter] = {}
         self.fenced = 0
+        self.backoff = StoreBackoff()  # one per store in a process, as the reader actor wires it
         self.reader = Reader(config, f"owner{next(self._ids)}", storage,
                              Metrics.create(CollectorRegistry()), self._send, self.port,
                              clock=self.clock, wall_ms=lambda: int(self.now * 1000))
@@ -93,7 +94,8 @@ class Owner:
             origin, p, msg = self.queue.popleft()
             w = self.writers.get((origin, p))
             if w is None:
-                w = self.writers[(origin, p)] = OriginWriter(self.config, self.storage, origin, p, self.clock)
+                w = self.writers[(origin, p)] = OriginWriter(
+                    self.config, self.storage, origin, p, self.clock, self.backoff)
             report: WriterReport | None = None
             if isinstance(msg, ResetWriter):
                 w.reset(msg.epoch, OriginState(msg.low, {(k, d): o for k, d, o in msg.last}), msg.low)
