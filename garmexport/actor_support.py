@@ -1,4 +1,4 @@
-"""What every actor shares: escalation of surprises, and the process-wide store.
+"""What every actor shares: escalation of surprises, and opening the output store.
 
 A handler that raises does not let thespian redeliver the message (a writer with an open
 file is not idempotent): the traceback goes to the exporter as text, which stops the
@@ -17,15 +17,10 @@ from garmexport.messages import Failure
 from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage
 
-_STORES: dict[tuple[str, str], Storage] = {}
-
-
 def storage_for(config: Config, instance: str) -> Storage:
-    """One Storage per (root, instance) in each process."""
-    key = (config.output.root, instance)
-    if key not in _STORES:
-        _STORES[key] = open_storage(config.output.root, instance, storage_options(config))
-    return _STORES[key]
+    """Open the output store for ``instance``. The exporter opens it once, where its reader
+    starts, and hands the same object to its writers (``StartWriter``)."""
+    return open_storage(config.output.root, instance, storage_options(config))
 
 
 def storage_options(config: Config) -> dict[str, str]:

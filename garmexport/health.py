@@ -3,8 +3,9 @@
 Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the same one):
 
 - ``/metrics``: the injected registry in the Prometheus text format.
-- ``/health/live``: 200 while the main loop ticked within ``live_timeout_s``, else 503.
-  A failed liveness check makes Marathon kill and restart the task: it means stuck.
+- ``/health/live``: 200 while the main loop ticked within ``live_timeout_s`` and no store
+  failure has lasted longer than that, else 503. A failed liveness check makes Marathon
+  kill and restart the task: it means stuck (the loop cannot make progress).
 - ``/health/ready``: 200 when the consumer has joined the group and got its assignment
   (possibly empty: see ``mesos/README.md``), the broker is reachable, the writers are
   healthy and the store is reachable, else 503. Readiness gates rolling upgrades; it never kills.
@@ -61,12 +62,19 @@ class Health:
         self._lock = threading.Lock()
         self._last_tick: float | None = None
         self._assigned: int | None = None
+        self._stalled: tuple[float, str] | None = None
         self._problems: dict[str, str] = {"broker": "", "writers": "", "store": ""}
 
     def tick(self, now: float) -> None:
         """The main loop made progress at ``now`` (monotonic seconds)."""
         with self._lock:
             self._last_tick = now
+
+    def set_stalled(self, since: float | None, why: str = "") -> None:
+        """The loop cannot make progress since ``since`` (monotonic seconds; a store
+        failure episode, ``why`` its reason), or None: it can."""
+        with self._lock:
+            self._stalled = None if since is None else (since, why)
 
     def set_assignment(self, partitions: int | None) -> None:
         """Partitions assigned by the group; None until the first assignment and after a
@@ -94,14 +102,18 @@ class Health:
         self._mirror()
 
     def liveness(self, now: float) -> Status:
-        """Alive iff a tick came at most ``live_timeout_s`` before ``now``."""
+        """Alive iff a tick came at most ``live_timeout_s`` before ``now`` and the loop has
+        not been stalled for longer than that."""
         with self._lock:
-            last = self._last_tick
+            last, stalled = self._last_tick, self._stalled
         if last is None:
             return Status(False, ("main loop has not ticked yet",))
         silent_s = now - last
         if silent_s > self._timeout_s:
             return Status(False, (f"main loop silent for {silent_s:.1f}s > {self._timeout_s:g}s",))
+        if stalled is not None and now - stalled[0] > self._timeout_s:
+            return Status(False, (f"no progress for {now - stalled[0]:.1f}s > {self._timeout_s:g}s: "
+                                  f"{stalled[1] or 'store failing'}",))
         return Status(True)
 
     def readiness(self) -> Status:

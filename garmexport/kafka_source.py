@@ -147,7 +147,10 @@ class KafkaSource:
         return tp.offset >= 0 and tp.offset < high
 
     def close(self) -> None:
-        """Leave the group (idempotent)."""
+        """Leave the group (idempotent). The rebalance callbacks that leaving triggers no
+        longer reach the reader: it is going away (or gone, after a failure), and what it
+        holds is dropped anyway."""
         if not self._closed:
             self._closed = True
+            self._on_revoke = lambda partitions, lost: None
             self.consumer.close()

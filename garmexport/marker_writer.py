@@ -6,7 +6,8 @@ then markers it dominates and intents it covers are deleted (a failed delete onl
 garbage for the next marker). After a failed write, no marker is tried before a back-off:
 each attempt at a failing store can block for seconds (backend retries), and the writers'
 failure reports, which pause the partitions, wait behind this call. Final markers at a
-clean stop are always attempted.
+clean stop are always attempted. After ``storage.retry_attempts`` failed writes in a row
+the error propagates: the process exits 1, as for data files.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ class MarkerWriter:
         self._counter = 0
         self._failures = 0
         self._retry_at = float("-inf")
+        #: "<exception class>: <message>" of the last failed write, "" once one works again
+        self.error = ""
+
+    @property
+    def failing(self) -> bool:
+        """The last marker write failed (and the next waits for its back-off)."""
+        return self._failures > 0
 
     def write_due(self, partitions: Mapping[int, tuple[PartitionLedger, MarkerKeeper]],
                   now: float, force: bool = False) -> None:
@@ -54,14 +62,20 @@ class MarkerWriter:
                 write_marker(self.storage, src.cluster, src.topic, name, marker)
             except StorageError as exc:
                 self.metrics.storage_failure("marker")
-                log_event(log, "marker_failed", level=logging.WARNING, partition=p,
-                          error=str(exc))
                 self._failures += 1
+                self.error = f"{type(exc).__name__}: {exc}"
                 st = self.cfg.storage
+                if self._failures >= st.retry_attempts:
+                    raise
+                self.metrics.storage_retry("marker")
+                if self._failures == 1:  # one line per run of failures, not per attempt
+                    log_event(log, "marker_failed", level=logging.WARNING, partition=p,
+                              error=self.error)
                 self._retry_at = self._clock() + next_backoff_s(
                     self._failures, st.retry_initial_s, st.retry_max_s)
                 return
             self._failures = 0
+            self.error = ""
             crash_point("marker")
             ledger.written(marker)
             self.metrics.marker_written(p, heartbeat)

@@ -61,6 +61,10 @@ class StartWriter:
     origin: str
     partition: int
     exporter: object
+    #: the reader's Storage and the StoreBackoff all writers of it share: objects, not
+    #: values, as the actors run in one process (like StartReader.source)
+    storage: object
+    backoff: object
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,9 @@ class WriterReport:
     rows_in: int
     quarantined: tuple[tuple[str, int], ...]  # (reason, count) found while decoding
     skipped: int
-    store_error: str = ""  # why the store is failing (with store_failing), for the logs
+    store_error: str = ""  # the last failed publish's error, while store_failing
+    storage_failures: int = 0  # publish attempts that raised StorageError since the last report
+    storage_retries: int = 0  # ... of which will be tried again (the rest ended the process)
 
 
 # exporter <-> reader, shutdown

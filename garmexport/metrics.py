@@ -26,7 +26,7 @@ import platform
 import time
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 from garmexport import __version__
 from garmexport.lag_time import lag_seconds
@@ -104,6 +104,9 @@ class Metrics:
         self._ready = gauge("ready", "1 when /health/ready answers 200.")
         Info("garmexport_build", "Version of the running exporter.", registry=registry).info(
             {"version": __version__, "python": platform.python_version()})
+        # the client's own process_* families (RSS, CPU, open fds, start time), read from
+        # /proc at each scrape: the default registry has them, an injected one must ask
+        ProcessCollector(registry=registry)
         # Max kept for the monotone gauges, per (type, partition): (committed offset, event time).
         self._maxima: dict[tuple[str, int], tuple[int, float]] = {}
         self._up.set(1)
@@ -188,13 +191,14 @@ class Metrics:
             self._heartbeats.labels(partition).inc()
 
     # -- trouble --------------------------------------------------------------------------
-    def storage_failure(self, op: str) -> None:
-        """A storage call ``op`` (a Storage method name, e.g. ``publish``) raised StorageError."""
-        self._failures.labels(op).inc()
+    def storage_failure(self, op: str, count: int = 1) -> None:
+        """``count`` storage calls ``op`` (``publish``: a data or quarantine file,
+        ``marker``) raised StorageError."""
+        self._failures.labels(op).inc(count)
 
-    def storage_retry(self, op: str) -> None:
-        """A failed storage call ``op`` is being tried again after back-off."""
-        self._retries.labels(op).inc()
+    def storage_retry(self, op: str, count: int = 1) -> None:
+        """``count`` failed storage calls ``op`` will be tried again after back-off."""
+        self._retries.labels(op).inc(count)
 
     def fencing_conflict(self, partition: int) -> None:
         """An exclusive publish for ``partition`` lost to another owner (PublishConflict)."""

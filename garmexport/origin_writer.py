@@ -77,9 +77,6 @@ class StoreBackoff:
         return self.failures > 0 and now < self.retry_at
 
 
-_BACKOFFS: dict[str, StoreBackoff] = {}
-
-
 class OriginWriter:
     def __init__(
         self, config: Config, storage: Storage, origin: str, partition: int,
@@ -98,10 +95,12 @@ class OriginWriter:
         self._upto = -1
         self._failures = 0
         self._retry_at = 0.0
-        self._backoff = backoff if backoff is not None else _BACKOFFS.setdefault(storage.uri, StoreBackoff())
+        # the exporter passes the one back-off of its store to every writer; alone, a
+        # writer has its own
+        self._backoff = backoff if backoff is not None else StoreBackoff()
         self._deferred = False
-        self._store_error = ""
         self._halted = False
+        self._error = ""
         self._day_names: dict[int, str] = {}
         self._reset_counts()
 
@@ -112,6 +111,8 @@ class OriginWriter:
         self._quarantined: dict[str, int] = {}
         self._fenced: str | None = None
         self._handled = 0
+        self._attempts_failed = 0
+        self._attempts_retried = 0
 
     def reset(self, epoch: int, state: OriginState, upto: int) -> None:
         self.epoch = epoch
@@ -290,11 +291,13 @@ class OriginWriter:
                 self._files.drop_all()
                 return
             except StorageError as exc:
-                self._store_error = f"{type(exc).__name__}: {exc}"
                 self._failures += 1
+                self._attempts_failed += 1
+                self._error = f"{type(exc).__name__}: {exc}"
                 s = self._cfg.storage
                 if self._failures >= s.retry_attempts:
                     raise
+                self._attempts_retried += 1
                 self._retry_at = now + next_backoff_s(self._failures, s.retry_initial_s, s.retry_max_s)
                 self._backoff.failures += 1
                 self._backoff.retry_at = self._clock() + next_backoff_s(
@@ -331,9 +334,10 @@ class OriginWriter:
             store_failing=self._failures > 0 or self._deferred, fenced_path=self._fenced,
             rows_in=self._rows_in, quarantined=tuple(sorted(self._quarantined.items())),
             skipped=self._skipped,
-            store_error=(self._store_error if self._failures else
+            store_error=(self._error if self._failures else
                          "waiting: another writer's publish to the store failed"
                          if self._deferred else ""),
+            storage_failures=self._attempts_failed, storage_retries=self._attempts_retried,
         )
         self._reset_counts()
         return report

@@ -11,10 +11,10 @@ An empty file is never published.
 
 from __future__ import annotations
 
-from garmexport.errors import PublishConflict
+from garmexport.errors import PublishConflict, StorageError
 from garmexport.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
 from garmexport.resume import Marker
-from garmexport.storage.base import Storage
+from garmexport.storage.base import Staged, Storage
 
 
 def publish_file(
@@ -37,9 +37,19 @@ def publish_file(
     try:
         storage.publish(staged, path)
     except BaseException:
-        storage.discard(staged)
+        discard_quietly(storage, staged)
         raise
     return path
+
+
+def discard_quietly(storage: Storage, staged: Staged) -> None:
+    """Remove a staged file after a failed publish, keeping the publish's error: a store
+    that refused the publish often refuses the clean-up too, and the temp file is left to
+    ``gc_temp``."""
+    try:
+        storage.discard(staged)
+    except StorageError:
+        pass
 
 
 def write_marker(

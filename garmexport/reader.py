@@ -37,6 +37,7 @@ from garmexport.recovery import read_partition_state
 from garmexport.resume import Chain
 from garmexport.router import ORIGINS, OriginBatch, Window, route
 from garmexport.storage.base import Storage
+from garmexport.store_episode import StoreEpisode
 
 log = logging.getLogger("garmexport.reader")
 _KIND_LABEL = {"d": "data", "q": "quarantine"}
@@ -95,6 +96,8 @@ class Reader:
         self.markers = MarkerWriter(config, instance, storage, metrics, clock, wall_ms)
         self.paused = False
         self.store_ok = True
+        self.episode = StoreEpisode()
+        self._store_error = ("publish", "")
 
     # --- assignment -----------------------------------------------------------------
     def assign(self, partitions: Iterable[int]) -> dict[int, int | None]:
@@ -209,13 +212,22 @@ class Reader:
 
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
+        if r.storage_failures:
+            self.metrics.storage_failure("publish", r.storage_failures)
+        if r.storage_retries:
+            self.metrics.storage_retry("publish", r.storage_retries)
         a = self.assigned.get(r.partition)
-        if a is None or r.epoch != a.epoch:
-            return
+        current = a is not None and r.epoch == a.epoch
         if r.fenced_path is not None:
+            # every refused publish, even one reported after the partition moved on (a
+            # zombie's late work): the count and the line are how a zombie is seen
             self.metrics.fencing_conflict(r.partition)
-            log_event(log, "fenced", partition=r.partition, origin=r.origin, path=r.fenced_path)
-            self.resync(r.partition)
+            log_event(log, "fenced", level=logging.WARNING, partition=r.partition,
+                      origin=r.origin, path=r.fenced_path, assigned=current)
+            if current:
+                self.resync(r.partition)
+            return
+        if not current:
             return
         a.ledger.reported(
             r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
@@ -239,12 +251,9 @@ class Reader:
         w.flush_requested = False
         self._enforce_budget()
         w.store_error = r.store_error
-        if w.store_failing != r.store_failing:
-            w.store_failing = r.store_failing
-            if r.store_failing:
-                self.metrics.storage_failure("publish")
-                log_event(log, "publish_failed", level=logging.WARNING, partition=r.partition,
-                          origin=r.origin, reason=r.store_error or "store failing")
+        w.store_failing = r.store_failing
+        if r.store_failing and r.store_error and not r.store_error.startswith("waiting"):
+            self._store_error = ("publish", r.store_error)
         self._update_pause()
 
     def resync(self, p: int) -> None:
@@ -345,6 +354,9 @@ class Reader:
     def write_markers(self, now: float, force: bool = False) -> None:
         self.markers.write_due({p: (a.ledger, a.keeper) for p, a in self.assigned.items()},
                                now, force)
+        if self.markers.error:
+            self._store_error = ("marker", self.markers.error)
+        self._update_store()
 
     def seek_positions(self) -> Mapping[int, int]:
         return {p: a.ledger.seek_position() for p, a in self.assigned.items()}
@@ -380,9 +392,24 @@ class Reader:
         elif not failing and self.paused:
             self._kafka.resume(sorted(self.assigned))
             self.paused = False
-            log_event(log, "resumed", partitions=sorted(self.assigned))
-        self.store_ok = not failing
         self._update_partition_gauges()
+        self._update_store()
+
+    def _update_store(self) -> None:
+        """One line when a store failure episode starts (with its reason), one when it
+        ends (``resumed``); nothing for the failures and ticks in between."""
+        writers = any(v.store_failing for a in self.assigned.values() for v in a.writers.values())
+        now = self._clock()
+        if writers or self.markers.failing:
+            op, reason = self._store_error
+            if self.episode.failed(now, op, reason):
+                log_event(log, "store_failing", level=logging.WARNING, op=op, reason=reason)
+        else:
+            took = self.episode.recovered(now)
+            if took is not None:
+                log_event(log, "resumed", partitions=sorted(self.assigned), failed_s=round(took, 3))
+            self._store_error = ("publish", "")
+        self.store_ok = self.episode.since is None
 
     def _update_partition_gauges(self) -> None:
         n = len(self.assigned)

@@ -24,6 +24,7 @@ from garmexport.messages import (
     ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
 from garmexport.metrics import Metrics
+from garmexport.origin_writer import StoreBackoff
 from garmexport.reader import Reader
 from garmexport.writer_actor import WriterActor
 
@@ -60,6 +61,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.server = serve(m.host, m.port, self.registry, self.health)
         log_event(log, "metrics_serving", host=m.host, port=self.server.port)
         storage = storage_for(self.cfg, self.instance)
+        self.storage, self.backoff = storage, StoreBackoff()  # shared by every writer
         removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
         log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
         self.reader = Reader(self.cfg, self.instance, storage, self.metrics, self._to_writer, _Port(self))
@@ -84,7 +86,8 @@ class ReaderActor(ActorTypeDispatcher):
         addr = self.writers.get(key)
         if addr is None:
             addr = self.writers[key] = self.createActor(WriterActor)
-            self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter))
+            self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter,
+                                        self.storage, self.backoff))
         self.send(addr, msg)
 
     @escalating("reader wakeup")
@@ -133,6 +136,7 @@ class ReaderActor(ActorTypeDispatcher):
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
         self.health.set_writers_healthy(self.reader.store_ok)
+        self.health.set_stalled(self.reader.episode.since, self.reader.episode.reason)
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
     def _update_lag(self, p: int) -> None:

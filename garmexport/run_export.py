@@ -80,6 +80,15 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
                 stop_sent = True
                 asys.tell(top, StopExport("signal"))
     finally:
-        asys.shutdown()
-        if source is not None:
-            source.close()  # type: ignore[attr-defined]  # the reader may not have got to it
+        _quietly("actor_system", asys.shutdown)
+        if source is not None:  # the reader may not have got to it
+            _quietly("kafka_source", source.close)  # type: ignore[attr-defined]
+
+
+def _quietly(what: str, close: object) -> None:
+    """Shutting down never crashes: the exit code is decided; log what failed instead."""
+    try:
+        close()  # type: ignore[operator]
+    except Exception as exc:  # noqa: BLE001 - the exit code stands
+        log_event(log, "close_failed", level=logging.WARNING, what=what,
+                  error=f"{type(exc).__name__}: {exc}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from thespian.actors import ActorTypeDispatcher
 
-from garmexport.actor_support import escalating, storage_for
+from garmexport.actor_support import escalating
 from garmexport.messages import (
     Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick, WriterMessage,
 )
@@ -24,8 +24,8 @@ class WriterActor(ActorTypeDispatcher):
     @escalating("writer start")
     def receiveMsg_StartWriter(self, msg: StartWriter, sender: object) -> None:
         self.exporter = msg.exporter
-        storage = storage_for(msg.config, msg.instance)
-        self.writer = OriginWriter(msg.config, storage, msg.origin, msg.partition)
+        self.writer = OriginWriter(msg.config, msg.storage, msg.origin, msg.partition,  # type: ignore[arg-type]
+                                   backoff=msg.backoff)  # type: ignore[arg-type]
 
     def _handle(self, msg: WriterMessage, sender: object) -> None:
         if self.writer is None:

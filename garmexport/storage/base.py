@@ -22,6 +22,8 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 
+from garmexport.errors import StorageError
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -96,7 +98,10 @@ class Storage(abc.ABC):
         try:
             self.publish(staged, path)
         except BaseException:
-            self.discard(staged)
+            try:
+                self.discard(staged)
+            except StorageError:
+                pass  # keep the publish's error; gc_temp removes the temp file later
             raise
 
     def close(self) -> None:

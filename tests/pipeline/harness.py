@@ -19,7 +19,7 @@ from garmexport.events import EXPORTED
 from garmexport.generator import Spec, generate
 from garmexport.messages import WriterMessage
 from garmexport.metrics import Metrics
-from garmexport.origin_writer import OriginWriter
+from garmexport.origin_writer import OriginWriter, StoreBackoff
 from garmexport.reader import Reader
 from garmexport.storage.base import Storage
 
@@ -77,6 +77,7 @@ class Owner:
         self.queue: deque[tuple[str, int, WriterMessage]] = deque()
         self.writers: dict[tuple[str, int], OriginWriter] = {}
         self.fenced = 0
+        self.backoff = StoreBackoff()  # one per store in a process, as the reader actor wires it
         self.reader = Reader(config, f"owner{next(self._ids)}", storage,
                              Metrics.create(CollectorRegistry()), self._send, self.port,
                              clock=self.clock, wall_ms=lambda: int(self.now * 1000))
@@ -92,7 +93,8 @@ class Owner:
             origin, p, msg = self.queue.popleft()
             w = self.writers.get((origin, p))
             if w is None:
-                w = self.writers[(origin, p)] = OriginWriter(self.config, self.storage, origin, p, self.clock)
+                w = self.writers[(origin, p)] = OriginWriter(
+                    self.config, self.storage, origin, p, self.clock, self.backoff)
             report = w.handle(msg)
             if report is not None:
                 if report.fenced_path is not None:

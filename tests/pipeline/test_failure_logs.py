@@ -2,7 +2,8 @@
 
 The reader and its writers run on a real local store whose root is then replaced by a
 plain file, so every publish and marker write fails with a real ``NotADirectoryError``.
-Before, ``publish_failed`` had no reason, and it, ``marker_failed``, ``paused
+Before, ``publish_failed`` had no reason (one ``store_failing`` line per episode replaces
+it now), and it, ``marker_failed``, ``paused
 reason="store failing"`` and ``lost`` were all INFO.
 """
 
@@ -45,7 +46,7 @@ def test_store_failures_and_lost_partitions_are_warnings_with_a_reason(
     for _ in range(4):
         o.tick(advance_s=2.0)
 
-    [(level, failed)] = fields(caplog, "publish_failed")
+    [(level, failed)] = fields(caplog, "store_failing")  # one line for the whole episode
     assert level == logging.WARNING
     assert "StorageError" in failed["reason"] and "Not a directory" in failed["reason"], failed
     [(level, paused)] = fields(caplog, "paused")

@@ -37,6 +37,18 @@ def test_live_up_to_the_timeout_and_not_after() -> None:
     assert health.liveness(131.0).ok
 
 
+def test_not_live_once_the_loop_is_stalled_for_longer_than_the_timeout() -> None:
+    health = Health(live_timeout_s=30)
+    health.set_stalled(100.0, "StorageError: disk full")
+    for now in (100.0, 115.0, 130.0, 131.0):
+        health.tick(now)  # ticking, yet the store fails: no progress
+        status = health.liveness(now)
+        assert status.ok is (now - 100.0 <= 30), (now, status)
+    assert "no progress for 31.0s > 30s: StorageError: disk full" in status.reasons[0]
+    health.set_stalled(None)
+    assert health.liveness(131.0).ok
+
+
 def test_a_non_positive_timeout_is_refused() -> None:
     with pytest.raises(ValueError):
         Health(live_timeout_s=0)

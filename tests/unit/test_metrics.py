@@ -106,6 +106,15 @@ def test_trouble_counters(registry: CollectorRegistry, metrics: Metrics) -> None
     assert value(registry, "garmexport_recovery_duration_seconds_sum", kind="assign") == 0.4
 
 
+def test_the_process_collector_is_on_the_injected_registry(registry: CollectorRegistry,
+                                                           metrics: Metrics) -> None:
+    assert value(registry, "process_resident_memory_bytes") > 10_000_000
+    assert value(registry, "process_open_fds") >= 3
+    assert value(registry, "process_max_fds") > 0
+    assert value(registry, "process_cpu_seconds_total") > 0
+    assert value(registry, "process_start_time_seconds") > 1_700_000_000
+
+
 def test_gauges_hold_the_last_snapshot(registry: CollectorRegistry, metrics: Metrics) -> None:
     metrics.set_writers(writers=3, files=5, buffered_bytes=10_000, oldest_age_s=42.5)
     metrics.set_partitions(assigned=4, paused=1)

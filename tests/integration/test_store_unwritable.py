@@ -1,0 +1,120 @@
+"""The local output root becomes unwritable (every directory immutable): a real fault in a
+real ``garmexport run`` process against the real broker.
+
+- retries that run out end the process with exit 1, one failure line, no crash after;
+- while the store keeps failing, /health/live turns 503 once the loop has made no
+  progress for the live timeout, and one ``store_failing`` line covers the episode;
+- after the store comes back, everything is exported exactly once and a SIGTERM exits 0:
+  the failure that was retried does not linger.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from tests.disk_faults import frozen, require_immutable
+from tests.integration.harness import (
+    Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
+)
+
+RECORDS = 4_000
+
+
+def _start(broker, tmp_path: Path, name: str, **overrides: object):  # noqa: ANN001, ANN202
+    require_immutable(tmp_path)
+    topic = broker.new_topic(partitions=2)
+    root = tmp_path / "out"
+    env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_AGE_S=1,
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, STORAGE_RETRY_INITIAL_S=0.2,
+                       **overrides)
+    produce(broker.bootstrap, topic, RECORDS, partitions=2, seed=5, days=2)
+    run = Exporter(env, tmp_path, name)
+    ends = topic_ends(broker.bootstrap, topic)
+    wait_caught_up(str(root), topic, ends, timeout_s=90, alive=run.check_alive)
+    return topic, root, env, run
+
+
+def _raw_lines(run: Exporter) -> list[str]:
+    """Output lines that are not JSON events (a stray traceback, say)."""
+    out = []
+    for line in run.log_path.read_text(errors="replace").splitlines():
+        try:
+            json.loads(line)
+        except ValueError:
+            out.append(line)
+    return out
+
+
+def test_retries_that_run_out_end_the_process_with_exit_1(broker, tmp_path: Path) -> None:
+    topic, root, env, run = _start(broker, tmp_path, "gives-up",
+                                   STORAGE_RETRY_ATTEMPTS=4, STORAGE_RETRY_MAX_S=1)
+    try:
+        with frozen(root):
+            produce(broker.bootstrap, topic, 500, partitions=2, seed=6, days=1)
+            frozen_at = time.monotonic()
+            try:
+                code = run.process.wait(timeout=45)
+            except Exception:  # noqa: BLE001 - report what it did instead
+                raise AssertionError(f"still running 45 s into the outage:\n{run.tail()}") from None
+        took = time.monotonic() - frozen_at
+        stopped = run.events("stopped")
+        print(f"exited {code} after {took:.1f} s: {stopped}")
+        assert code == 1, run.tail()
+        assert len(stopped) == 1 and stopped[0]["code"] == 1, run.tail()
+        assert "Operation not permitted" in stopped[0]["reason"], stopped
+        assert len(run.events("failure")) == 1, run.tail()
+        assert len(run.events("store_failing")) == 1, run.tail()
+        assert _raw_lines(run) == [], "\n".join(_raw_lines(run))
+    except BaseException:
+        print(run.tail(60))
+        raise
+    finally:
+        run.close()
+
+
+def _wait_http(run: Exporter, path: str, status: int, timeout_s: float) -> tuple[float, bytes]:
+    started = time.monotonic()
+    while True:
+        got, body = run.http_get(path)
+        if got == status:
+            return time.monotonic() - started, body
+        run.check_alive()
+        assert time.monotonic() - started < timeout_s, f"{path} stays {got}, not {status}: {body!r}"
+        time.sleep(0.5)
+
+
+def test_a_long_outage_fails_liveness_and_a_recovered_one_stops_cleanly(
+        broker, tmp_path: Path) -> None:
+    # attempts enough for minutes: only liveness can tell that the loop is stuck
+    topic, root, env, run = _start(broker, tmp_path, "recovers",
+                                   STORAGE_RETRY_ATTEMPTS=1000, STORAGE_RETRY_MAX_S=1)
+    try:
+        assert run.http_get("/health/live")[0] == 200
+        with frozen(root):
+            produce(broker.bootstrap, topic, 500, partitions=2, seed=6, days=1)
+            # the live timeout is 30 s: /health/live answers 503 soon after, naming the store
+            took, body = _wait_http(run, "/health/live", 503, timeout_s=60)
+            print(f"liveness 503 after {took:.1f} s: {body!r}")
+            assert took > 20, body
+            assert b"no progress" in body and b"Operation not permitted" in body, body
+            assert len(run.events("store_failing")) == 1, run.tail()
+        _wait_http(run, "/health/live", 200, timeout_s=30)
+        ends = topic_ends(broker.bootstrap, topic)
+        wait_caught_up(str(root), topic, ends, timeout_s=60, alive=run.check_alive)
+        resumed = run.wait_event("resumed", timeout_s=10)
+        assert resumed["failed_s"] > 20, resumed
+        assert len(run.events("store_failing")) == 1, run.tail()
+        time.sleep(2)
+        assert run.terminate() == 0, run.tail()
+        stopped = run.events("stopped")
+        assert stopped[0]["code"] == 0 and "settled=True" in stopped[0]["reason"], stopped
+        assert run.events("failure") == [], run.tail()
+        assert _raw_lines(run) == [], "\n".join(_raw_lines(run))
+        assert_exact(env, ends)
+    except BaseException:
+        print(run.tail(60))
+        raise
+    finally:
+        run.close()
