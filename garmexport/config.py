@@ -98,6 +98,17 @@ class OutputConfig(_Section):
                                      "request", min=0)
     hdfs_retry_max_s: float = _f(1.0, "longest pause between the attempts of one WebHDFS "
                                  "request", min=0)
+    hdfs_kerberos: bool = _f(False, "authenticate to WebHDFS with Kerberos (SPNEGO; needs the "
+                             "kerberos extra); hdfs_user then names a proxy user (doas)")
+    hdfs_kerberos_principal: str = _f("", "Kerberos principal (needed with a keytab; empty: "
+                                      "the ticket cache's own)")
+    hdfs_kerberos_keytab: str = _f("", "keytab garmexport gets and renews its tickets from "
+                                   "(kinit -kt); empty: use a ticket cache kept by kinit or "
+                                   "k5start, renewed with kinit -R")
+    hdfs_kerberos_ccache: str = _f("", "ticket cache (empty: a private one with a keytab, else "
+                                   "the default, KRB5CCNAME)")
+    hdfs_kerberos_renew_s: float = _f(3600.0, "seconds between ticket renewals (sooner once 80 % "
+                                      "of a ticket's lifetime has passed)", min=1)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

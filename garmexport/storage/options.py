@@ -14,6 +14,8 @@ alone). An empty string in ``[output]`` means "not set" and becomes ``None`` her
 ``hdfs_attempts``           :attr:`WebHdfsOptions.attempts`
 ``hdfs_retry_initial_s``    :attr:`WebHdfsOptions.retry_initial_s`
 ``hdfs_retry_max_s``        :attr:`WebHdfsOptions.retry_max_s`
+``hdfs_kerberos``           :attr:`WebHdfsOptions.kerberos` (``None`` when false)
+``hdfs_kerberos_*``         :class:`KerberosOptions`
 ``s3_*``                    :class:`S3Options`
 ==========================  ========================================================
 """
@@ -26,6 +28,17 @@ from garmexport.config import OutputConfig, shown
 
 
 @dataclasses.dataclass(frozen=True)
+class KerberosOptions:
+    """SPNEGO credentials: a keytab (tickets fetched and renewed by garmexport into a
+    private ticket cache), or a ticket cache that something else fills (kinit, k5start)."""
+
+    principal: str | None  # None: the keytab's first principal, or the cache's own
+    keytab: str | None     # None: no keytab; the ticket cache is renewed with `kinit -R`
+    ccache: str | None     # None: a private cache (keytab) or the default one (no keytab)
+    renew_s: float         # seconds between renewals (sooner if the ticket would expire)
+
+
+@dataclasses.dataclass(frozen=True)
 class WebHdfsOptions:
     user: str | None        # None: the process user (or the Kerberos principal)
     http_port: int          # NameNode HTTP port of an hdfs:// root
@@ -33,6 +46,7 @@ class WebHdfsOptions:
     attempts: int           # tries of one idempotent request
     retry_initial_s: float  # first pause between those tries
     retry_max_s: float      # longest pause between those tries
+    kerberos: KerberosOptions | None  # None: no Kerberos (hdfs_kerberos = false)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -60,11 +74,15 @@ class StorageOptions:
 def from_output(output: OutputConfig) -> StorageOptions:
     """The options of every backend, from the ``[output]`` section."""
     o = output
+    kerberos = KerberosOptions(
+        principal=o.hdfs_kerberos_principal or None, keytab=o.hdfs_kerberos_keytab or None,
+        ccache=o.hdfs_kerberos_ccache or None, renew_s=o.hdfs_kerberos_renew_s,
+    ) if o.hdfs_kerberos else None
     return StorageOptions(
         webhdfs=WebHdfsOptions(
             user=o.hdfs_user or None, http_port=o.hdfs_http_port, timeout_s=o.hdfs_timeout_s,
             attempts=o.hdfs_attempts, retry_initial_s=o.hdfs_retry_initial_s,
-            retry_max_s=o.hdfs_retry_max_s),
+            retry_max_s=o.hdfs_retry_max_s, kerberos=kerberos),
         s3=S3Options(
             endpoint_url=o.s3_endpoint_url or None, region=o.s3_region or None,
             access_key_id=o.s3_access_key_id or None,

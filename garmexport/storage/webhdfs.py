@@ -23,7 +23,10 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   longer than that.
 - HA: several NameNode URLs go to the ``hdfs`` client, which tries the next one on a
   connection error or a StandbyException/RetriableException answer.
-- Kerberos: ``hdfs.ext.kerberos.KerberosClient`` (needs ``requests-kerberos``).
+- Kerberos (``output.hdfs_kerberos``): SPNEGO on every request from a ticket that
+  :mod:`garmexport.storage.kerberos` keeps fresh; ``user`` is then a proxy user (``doas``).
+  The ``hdfs`` package's own KerberosClient is not used: it needs requests-kerberos and
+  the process-wide default ticket cache.
 
 Tested against the WebHDFS test double in ``tests/webhdfs_server.py`` only: a check
 against a real cluster is pending.
@@ -37,12 +40,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
-from hdfs import HdfsError, InsecureClient
+from hdfs import Client, HdfsError, InsecureClient
 
-from garmexport.errors import PublishConflict, StorageError
+from garmexport import extras
+from garmexport.errors import ConfigError, PublishConflict, StorageError
 from garmexport.naming import TMP_DIR
 from garmexport.storage import paths
 from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.kerberos import SpnegoAuth, TicketKeeper
 from garmexport.storage.options import WebHdfsOptions
 from garmexport.storage.retry import retry
 
@@ -63,8 +68,19 @@ class WebHdfsStorage(Storage):
         self._retry = dict(attempts=options.attempts, initial_s=options.retry_initial_s,
                            max_s=options.retry_max_s, sleep=sleep, on_retry=self._log_retry,
                            retry_on=(_Transient,))
-        self._client: Any = InsecureClient(";".join(urls), user=options.user,
-                                           timeout=options.timeout_s)
+        self._keeper: TicketKeeper | None = None
+        if options.kerberos is None:
+            self._client: Any = InsecureClient(";".join(urls), user=options.user,
+                                               timeout=options.timeout_s)
+            return
+        why = extras.missing("kerberos")
+        if why:
+            raise ConfigError(f"output.hdfs_kerberos = true: {why}")
+        self._keeper = TicketKeeper(options.kerberos)
+        session = requests.Session()
+        session.auth = SpnegoAuth(self._keeper)
+        self._client = Client(";".join(urls), proxy=options.user, timeout=options.timeout_s,
+                              session=session)
 
     def _abs(self, path: str, *, allow_root: bool = False) -> str:
         rel = paths.clean(path, allow_root=allow_root)
@@ -228,6 +244,8 @@ class WebHdfsStorage(Storage):
 
     def close(self) -> None:
         self._client._session.close()
+        if self._keeper is not None:
+            self._keeper.close()
 
 
 def _remote_message(res: requests.Response) -> str:

@@ -73,3 +73,19 @@ def test_pyspark_is_an_extra_that_the_tests_and_the_demo_install() -> None:
     assert tox["testenv"]["extras"].strip() == "test"
     assert tox["testenv:demo"].get("extras", tox["testenv"]["extras"]).strip() in ("test",
                                                                                   "spark")
+
+
+def test_kerberos_without_requests_gssapi_is_a_config_error_naming_the_extra(
+        tmp_path: Path) -> None:
+    block = _NO_SPARK.replace('"pyspark"', '"requests_gssapi"').replace(
+        '"pyspark."', '"requests_gssapi."')
+    res = subprocess.run(
+        [sys.executable, "-c", block + "from garmexport.storage.open import open_storage\n"
+         "from garmexport.storage.options import from_output\n"
+         "from garmexport.config import OutputConfig\n"
+         "open_storage('webhdfs://nn/out', 'x', from_output(OutputConfig(hdfs_kerberos=True)))"],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("garmexport.errors.ConfigError: output.hdfs_kerberos = true")
+    assert "pip install 'garmexport[kerberos]'" in last

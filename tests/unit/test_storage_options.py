@@ -10,7 +10,8 @@ import pytest
 from garmexport.actor_support import storage_for
 from garmexport.config import OutputConfig, load_config
 from garmexport.errors import ConfigError
-from garmexport.storage.options import S3Options, WebHdfsOptions, defaults, from_output
+from garmexport.storage.options import (KerberosOptions, S3Options, WebHdfsOptions, defaults,
+                                        from_output)
 
 #: a valid value different from the default, per backend key of [output]
 OTHER: dict[str, object] = {
@@ -18,35 +19,50 @@ OTHER: dict[str, object] = {
     "s3_access_key_id": "AKIA", "s3_secret_access_key": "hush",
     "s3_addressing_style": "virtual", "s3_attempts": 7, "s3_timeout_s": 4.5,
     "hdfs_user": "etl", "hdfs_http_port": 14000, "hdfs_timeout_s": 3.5, "hdfs_attempts": 5,
-    "hdfs_retry_initial_s": 0.25, "hdfs_retry_max_s": 2.5,
+    "hdfs_retry_initial_s": 0.25, "hdfs_retry_max_s": 2.5, "hdfs_kerberos": True,
+    "hdfs_kerberos_principal": "garm@EXAMPLE.COM", "hdfs_kerberos_keytab": "/etc/garm.keytab",
+    "hdfs_kerberos_ccache": "/tmp/cc", "hdfs_kerberos_renew_s": 600.0,
 }
+KERBEROS = OutputConfig(hdfs_kerberos=True)  # the base: its sub-options exist only then
 BACKEND_KEYS = sorted(f.name for f in dataclasses.fields(OutputConfig)
                       if f.name.startswith(("s3_", "hdfs_")))
 
 
-def flat(options: object) -> dict[str, object]:
-    """``backend.field`` -> value of a StorageOptions."""
-    return {f"{b}.{k}": v for b, sub in dataclasses.asdict(options).items()
-            for k, v in sub.items()}
+def flat(options: object, prefix: str = "") -> dict[str, object]:
+    """``backend.field[.field]`` -> value of a StorageOptions, nested options expanded."""
+    out: dict[str, object] = {}
+    items = options.items() if isinstance(options, dict) else dataclasses.asdict(options).items()
+    for k, v in items:
+        out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def changed_by(key: str) -> dict[str, object]:
+    base = flat(from_output(KERBEROS))
+    after = flat(from_output(dataclasses.replace(KERBEROS, **{key: OTHER[key]})))
+    return {k: v for k, v in after.items() if base[k] != v}
 
 
 def test_the_table_covers_every_backend_key_of_output() -> None:
     assert sorted(OTHER) == BACKEND_KEYS
 
 
-@pytest.mark.parametrize("key", BACKEND_KEYS)
+@pytest.mark.parametrize("key", [k for k in BACKEND_KEYS if k != "hdfs_kerberos"])
 def test_each_backend_key_changes_exactly_its_option(key: str) -> None:
-    changed = {k: v for k, v in flat(from_output(OutputConfig(**{key: OTHER[key]}))).items()
-               if flat(defaults())[k] != v}
-    assert list(changed.values()) == [OTHER[key]], changed
+    assert list(changed_by(key).values()) == [OTHER[key]], changed_by(key)
+
+
+def test_kerberos_options_exist_only_when_kerberos_is_on() -> None:
+    assert defaults().webhdfs.kerberos is None
+    assert from_output(KERBEROS).webhdfs.kerberos == KerberosOptions(
+        principal=None, keytab=None, ccache=None, renew_s=OutputConfig().hdfs_kerberos_renew_s)
 
 
 def test_every_option_is_settable_from_output() -> None:
-    settable = {k for key in BACKEND_KEYS for k, v in
-                flat(from_output(OutputConfig(**{key: OTHER[key]}))).items()
-                if flat(defaults())[k] != v}
-    every = {f"webhdfs.{f.name}" for f in dataclasses.fields(WebHdfsOptions)} | {
-        f"s3.{f.name}" for f in dataclasses.fields(S3Options)}
+    settable = {k for key in BACKEND_KEYS if key != "hdfs_kerberos" for k in changed_by(key)}
+    every = {f"webhdfs.{f.name}" for f in dataclasses.fields(WebHdfsOptions)
+             if f.name != "kerberos"} | {f"s3.{f.name}" for f in dataclasses.fields(S3Options)}
+    every |= {f"webhdfs.kerberos.{f.name}" for f in dataclasses.fields(KerberosOptions)}
     assert settable == every
 
 
