@@ -68,8 +68,8 @@ class TicketKeeper:
             if renewal_due(now, self.ticket, self.options.renew_s, self._failed_at):
                 self._renew(now)
             if not usable(now, self.ticket):
-                raise StorageError(f"no valid Kerberos ticket in {self.ccache or 'the default cache'}"
-                                   " (see the log for why)")
+                where = self.ccache or "the default cache"
+                raise StorageError(f"no valid Kerberos ticket in {where} (see the log for why)")
             return self.generation
 
     def _renew(self, now: float) -> None:

@@ -80,6 +80,7 @@ def _s3(root_uri: str, instance: str, opts: S3Options) -> Storage:
     if not parts.netloc:
         raise ConfigError(f"storage root {root_uri!r} names no bucket")
     env = os.environ
-    opts = dataclasses.replace(opts, endpoint_url=opts.endpoint_url or env.get("AWS_ENDPOINT_URL") or None,
-                               region=opts.region or env.get("AWS_DEFAULT_REGION") or None)
+    opts = dataclasses.replace(
+        opts, endpoint_url=opts.endpoint_url or env.get("AWS_ENDPOINT_URL") or None,
+        region=opts.region or env.get("AWS_DEFAULT_REGION") or None)
     return S3Storage(parts.netloc, unquote(parts.path), instance, options=opts)

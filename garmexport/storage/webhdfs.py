@@ -15,9 +15,10 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   the rename to its edit log before answering, so a returned publish is durable.
 - idempotent calls (GETFILESTATUS, LISTSTATUS, OPEN, MKDIRS, DELETE) are retried inside
   the backend on connection errors and 5xx, briefly (``output.hdfs_attempts``, 3, paced
-  by ``hdfs_retry_initial_s``/``hdfs_retry_max_s``: 0.1 s then 0.2 s apart by default): a blip is absorbed here, a longer outage reaches the caller within about a
-  second, and the exporter's own back-off (``storage.retry_*``) paces the retries from
-  there. In-call retries do not nest: the cleanup of a failed stage is one best-effort
+  by ``hdfs_retry_initial_s``/``hdfs_retry_max_s``: 0.1 s then 0.2 s apart by default):
+  a blip is absorbed here, a longer outage reaches the caller within about a second,
+  and the exporter's own back-off (``storage.retry_*``) paces the retries from there.
+  In-call retries do not nest: the cleanup of a failed stage is one best-effort
   DELETE. RENAME is sent once. Every call has a socket timeout (``hdfs_timeout_s``, per
   connect and per read), so a server that stops answering cannot block the writer for
   longer than that.

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,22 @@ def test_webhdfs_authenticates_every_namenode_call_with_spnego(
     assert set(webhdfs_server.principals) == {kdc.principal("garm")}
     assert {"CREATE", "RENAME", "OPEN", "LISTSTATUS"} <= set(calls)
     assert os.environ["KRB5CCNAME"] == kdc.env["KRB5CCNAME"]  # the process's cache untouched
+
+
+def test_the_command_line_reaches_a_kerberized_webhdfs_from_the_environment(
+        kdc: Kdc, garm: Path, webhdfs_server: WebHdfsServer, tmp_path: Path) -> None:
+    """A real garmexport process, configured by GARMEXPORT_OUTPUT_* variables only."""
+    webhdfs_server.spnego = _acceptor(kdc.add("HTTP/127.0.0.1"))
+    env = {**{k: v for k, v in kdc.env.items() if not k.startswith("GARMEXPORT_")},
+           "GARMEXPORT_OUTPUT_ROOT": f"webhdfs://127.0.0.1:{webhdfs_server.server_address[1]}/out",
+           "GARMEXPORT_OUTPUT_HDFS_KERBEROS": "true",
+           "GARMEXPORT_OUTPUT_HDFS_KERBEROS_PRINCIPAL": kdc.principal("garm"),
+           "GARMEXPORT_OUTPUT_HDFS_KERBEROS_KEYTAB": str(garm),
+           "GARMEXPORT_OUTPUT_HDFS_KERBEROS_RENEW_S": "60"}
+    repo = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-m", "garmexport", "offsets", "show", "--no-broker",
+                          "--json"], cwd=repo, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert webhdfs_server.principals and set(webhdfs_server.principals) == {
+        kdc.principal("garm")}
