@@ -104,10 +104,22 @@ def test_no_ticket_to_be_had_is_a_storage_error_and_the_kdc_is_not_hammered(
     kdc.kadmin(f"delprinc -force {kdc.principal('gone')}")
     keeper = TicketKeeper(KerberosOptions(principal=kdc.principal("gone"), keytab=str(keytab),
                                           ccache=str(tmp_path / "cc"), renew_s=600))
+    log = kdc.root / "kdc.log"
+
+    def asked() -> int:  # the KDC's AS requests for this principal
+        return sum(1 for line in log.read_text().splitlines()
+                   if "AS_REQ" in line and kdc.principal("gone") in line)
+
     with pytest.raises(StorageError, match="no valid Kerberos ticket"):
         keeper.ensure(1000.0)
+    tried = asked()
+    assert tried >= 1
     with pytest.raises(StorageError):  # within the retry pause: no kinit at all
         keeper.ensure(1001.0)
+    assert asked() == tried
+    with pytest.raises(StorageError):  # after it: asked again
+        keeper.ensure(1031.0)
+    assert asked() > tried
     assert not (tmp_path / "cc").exists()
 
 
