@@ -111,3 +111,18 @@ def test_a_malformed_backend_value_is_a_config_error_naming_the_variable() -> No
         load_config(None, {"GARMEXPORT_OUTPUT_HDFS_ATTEMPTS": "many"})
     with pytest.raises(ConfigError, match="s3_addressing_style"):
         load_config(None, {"GARMEXPORT_OUTPUT_S3_ADDRESSING_STYLE": "sideways"})
+
+
+def test_a_keytab_without_a_principal_is_refused_at_start_up(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"GARMEXPORT_OUTPUT_HDFS_KERBEROS": "true",
+           "GARMEXPORT_OUTPUT_HDFS_KERBEROS_KEYTAB": "/etc/garm.keytab"}
+    with pytest.raises(ConfigError, match="hdfs_kerberos_principal.*environment"):
+        load_config(None, env)
+    load_config(None, {**env, "GARMEXPORT_OUTPUT_HDFS_KERBEROS_PRINCIPAL": "garm@EXAMPLE.COM"})
+    from garmexport import cli
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert cli.main(["config"]) == 2
+    assert "hdfs_kerberos_principal" in capsys.readouterr().err
