@@ -16,23 +16,13 @@ from garmexport.config import Config
 from garmexport.messages import Failure
 from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage
+from garmexport.storage.options import from_output
+
 
 def storage_for(config: Config, instance: str) -> Storage:
     """Open the output store for ``instance``. The exporter opens it once, where its reader
     starts, and hands the same object to its writers (``StartWriter``)."""
-    return open_storage(config.output.root, instance, storage_options(config))
-
-
-def storage_options(config: Config) -> dict[str, str]:
-    """Backend options from ``[output]``; empty values are left to the backend's defaults."""
-    o = config.output
-    pairs = {
-        "webhdfs.user": o.hdfs_user, "webhdfs.http_port": str(o.hdfs_http_port),
-        "webhdfs.timeout_s": str(o.hdfs_timeout_s), "webhdfs.attempts": str(o.hdfs_attempts),
-        "s3.endpoint": o.s3_endpoint_url, "s3.region": o.s3_region,
-        "s3.access_key": o.s3_access_key_id, "s3.secret_key": o.s3_secret_access_key,
-    }
-    return {k: v for k, v in pairs.items() if v}
+    return open_storage(config.output.root, instance, from_output(config.output))
 
 
 def escalating(where: str) -> Callable:

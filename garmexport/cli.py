@@ -31,7 +31,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from garmexport import __version__, logs
+from garmexport import __version__, extras, logs
 from garmexport.config import load_config
 from garmexport.config_load import CONFIG_PATH_ENV
 from garmexport.errors import ConfigError, GarmexportError
@@ -120,6 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``garmexport`` with ``argv`` (default: the process arguments); the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _requested_command(argv)
+    extra = extras.COMMAND_EXTRAS.get(command or "")
+    why = extras.missing(extra) if extra else None
+    if why:  # before the parser, which imports the command's module
+        print(f"garmexport {command}: {why}", file=sys.stderr)
+        return _NOT_AVAILABLE
     try:
         parser = build_parser(command if command in COMMANDS else None)
     except ModuleNotFoundError as missing:

@@ -113,6 +113,11 @@ def main(args: argparse.Namespace, config: Config) -> int:
             "GARMEXPORT_LOG_FORMAT": "json",
             "GARMEXPORT_COMPACTION_LATENESS_S": "0",
             "GARMEXPORT_COMPACTION_SPARK_MASTER": "local[2]",
+            # the compaction step runs in the work directory (Spark's leftovers land there):
+            # `python -m garmexport` from a checkout must still find this package
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(Path(__file__).resolve().parents[1]),
+                            os.environ.get("PYTHONPATH")) if p),
         }
         settings = {"bootstrap.servers": broker.bootstrap, **PRODUCER_SETTINGS}
         t = _step(f"producing {args.events} events over {args.days} days "

@@ -83,6 +83,12 @@ class OutputConfig(_Section):
     s3_region: str = _f("us-east-1", "S3 region")
     s3_access_key_id: str = _f("", "S3 access key id (masked in logs)")
     s3_secret_access_key: str = _f("", "S3 secret access key (masked in logs)")
+    s3_addressing_style: str = _f("path", "how requests name the bucket: in the path, as a "
+                                  "virtual host, or botocore's choice",
+                                  choices=("path", "virtual", "auto"))
+    s3_attempts: int = _f(3, "attempts of one S3 call (botocore's standard retries) before the "
+                          "failure goes to the exporter's back-off ([storage])", min=1)
+    s3_timeout_s: float = _f(60.0, "connect and read timeout of one S3 call", min=0.1)
     hdfs_user: str = _f("", "user for WebHDFS requests (empty: the process user)")
     hdfs_http_port: int = _f(9870, "WebHDFS HTTP port of the NameNodes of an hdfs:// root "
                              "(a webhdfs:// root names its ports)", min=1, max=65535)
@@ -90,6 +96,21 @@ class OutputConfig(_Section):
                                "between bytes of the answer)", min=0.1)
     hdfs_attempts: int = _f(3, "attempts of one idempotent WebHDFS request before the failure "
                             "goes to the exporter's back-off ([storage])", min=1)
+    hdfs_retry_initial_s: float = _f(0.1, "first pause between the attempts of one WebHDFS "
+                                     "request", min=0)
+    hdfs_retry_max_s: float = _f(1.0, "longest pause between the attempts of one WebHDFS "
+                                 "request", min=0)
+    hdfs_kerberos: bool = _f(False, "authenticate to WebHDFS with Kerberos (SPNEGO; needs the "
+                             "kerberos extra); hdfs_user then names a proxy user (doas)")
+    hdfs_kerberos_principal: str = _f("", "Kerberos principal (needed with a keytab; empty: "
+                                      "the ticket cache's own)")
+    hdfs_kerberos_keytab: str = _f("", "keytab garmexport gets and renews its tickets from "
+                                   "(kinit -kt); empty: use a ticket cache kept by kinit or "
+                                   "k5start, renewed with kinit -R")
+    hdfs_kerberos_ccache: str = _f("", "ticket cache (empty: a private one with a keytab, else "
+                                   "the default, KRB5CCNAME)")
+    hdfs_kerberos_renew_s: float = _f(3600.0, "seconds between ticket renewals (sooner once 80 % "
+                                      "of a ticket's lifetime has passed)", min=1)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

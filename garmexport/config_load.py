@@ -222,6 +222,11 @@ def load(path: str | None, env: Mapping[str, str]) -> Config:
     if _apply_env(env, values, kafka, kafka_where):
         origin.append("environment")
     sections = {name: SECTIONS[name](**given) for name, given in values.items()}
+    out = sections["output"]
+    if out.hdfs_kerberos and out.hdfs_kerberos_keytab and not out.hdfs_kerberos_principal:
+        raise ConfigError(f"output.hdfs_kerberos_keytab = {out.hdfs_kerberos_keytab!r} needs "
+                          f"output.hdfs_kerberos_principal, the principal whose key it holds "
+                          f"(from {' and '.join(origin[1:])})")
     config = Config(kafka=KafkaSettings(kafka), origin=tuple(origin), **sections)
     check_kafka_settings(config.consumer_settings(), kafka_where,
                          lambda key: env_name(KAFKA, key))

@@ -21,8 +21,9 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   conditional write) are settled the same way; a missing key then gives StorageError
   (retryable). S3 acknowledges a PUT only once the object is durable.
 - list: ListObjectsV2 with delimiter ``/`` (common prefixes are the directories).
-- credentials: options ``s3.access_key``/``s3.secret_key``/``s3.endpoint``/``s3.region``
-  or the usual AWS environment and config files; they are never logged or shown in repr.
+- credentials: ``output.s3_access_key_id``/``s3_secret_access_key`` (endpoint and region:
+  ``s3_endpoint_url``/``s3_region``) or the usual AWS environment and config files; they
+  are never logged or shown in repr.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.storage import paths
 from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.options import S3Options
 
 STAGE_TAG = "garmexport-stage"  # x-amz-meta-garmexport-stage: which stage() wrote it
 
@@ -45,20 +47,19 @@ STAGE_TAG = "garmexport-stage"  # x-amz-meta-garmexport-stage: which stage() wro
 class S3Storage(Storage):
     """Output root ``s3://bucket/prefix``."""
 
-    def __init__(self, bucket: str, prefix: str, instance: str, *,
-                 endpoint_url: str | None = None, access_key: str | None = None,
-                 secret_key: str | None = None, region: str | None = None,
-                 addressing_style: str = "path", attempts: int = 3,
-                 timeout_s: float = 60.0) -> None:
+    def __init__(self, bucket: str, prefix: str, instance: str, *, options: S3Options) -> None:
         self.bucket, self.instance = bucket, instance
         self.prefix = prefix.strip("/")
         self.uri = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
-        config = Config(s3={"addressing_style": addressing_style},
-                        retries={"mode": "standard", "max_attempts": attempts},
-                        connect_timeout=timeout_s, read_timeout=timeout_s)
+        o = options
+        config = Config(s3={"addressing_style": o.addressing_style},
+                        # total_max_attempts counts the first try (max_attempts does not)
+                        retries={"mode": "standard", "total_max_attempts": o.attempts},
+                        connect_timeout=o.timeout_s, read_timeout=o.timeout_s)
         self._client: Any = botocore.session.get_session().create_client(
-            "s3", endpoint_url=endpoint_url, region_name=region or "us-east-1",
-            aws_access_key_id=access_key, aws_secret_access_key=secret_key, config=config)
+            "s3", endpoint_url=o.endpoint_url, region_name=o.region or "us-east-1",
+            aws_access_key_id=o.access_key_id, aws_secret_access_key=o.secret_access_key,
+            config=config)
         self._staged: dict[str, bytes] = {}
         self._lock = threading.Lock()
 

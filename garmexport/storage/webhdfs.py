@@ -14,16 +14,20 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   fall back to "temp gone and target has our size", which is weaker. The NameNode logs
   the rename to its edit log before answering, so a returned publish is durable.
 - idempotent calls (GETFILESTATUS, LISTSTATUS, OPEN, MKDIRS, DELETE) are retried inside
-  the backend on connection errors and 5xx, briefly (3 attempts, 0.1 s then 0.2 s apart by
-  default): a blip is absorbed here, a longer outage reaches the caller within about a
-  second, and the exporter's own back-off (``storage.retry_*``) paces the retries from
-  there. In-call retries do not nest: the cleanup of a failed stage is one best-effort
-  DELETE. RENAME is sent once. Every call has a socket timeout (``timeout_s``, per
+  the backend on connection errors and 5xx, briefly (``output.hdfs_attempts``, 3, paced
+  by ``hdfs_retry_initial_s``/``hdfs_retry_max_s``: 0.1 s then 0.2 s apart by default):
+  a blip is absorbed here, a longer outage reaches the caller within about a second,
+  and the exporter's own back-off (``storage.retry_*``) paces the retries from there.
+  In-call retries do not nest: the cleanup of a failed stage is one best-effort
+  DELETE. RENAME is sent once. Every call has a socket timeout (``hdfs_timeout_s``, per
   connect and per read), so a server that stops answering cannot block the writer for
   longer than that.
 - HA: several NameNode URLs go to the ``hdfs`` client, which tries the next one on a
   connection error or a StandbyException/RetriableException answer.
-- Kerberos: ``hdfs.ext.kerberos.KerberosClient`` (needs ``requests-kerberos``).
+- Kerberos (``output.hdfs_kerberos``): SPNEGO on every request from a ticket that
+  :mod:`garmexport.storage.kerberos` keeps fresh; ``user`` is then a proxy user (``doas``).
+  The ``hdfs`` package's own KerberosClient is not used: it needs requests-kerberos and
+  the process-wide default ticket cache.
 
 Tested against the WebHDFS test double in ``tests/webhdfs_server.py`` only: a check
 against a real cluster is pending.
@@ -37,12 +41,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
-from hdfs import HdfsError, InsecureClient
+from hdfs import Client, HdfsError, InsecureClient
 
+from garmexport import extras
 from garmexport.errors import ConfigError, PublishConflict, StorageError
 from garmexport.naming import TMP_DIR
 from garmexport.storage import paths
 from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.kerberos import SpnegoAuth, TicketKeeper
+from garmexport.storage.options import WebHdfsOptions
 from garmexport.storage.retry import retry
 
 log = logging.getLogger(__name__)
@@ -56,22 +63,25 @@ class WebHdfsStorage(Storage):
     """Output root ``root`` (an absolute HDFS path) reached through ``urls`` (HA list)."""
 
     def __init__(self, urls: Sequence[str], root: str, instance: str, *, uri: str,
-                 user: str | None = None, kerberos: bool = False, timeout_s: float = 30.0,
-                 attempts: int = 3, initial_s: float = 0.1, max_s: float = 1.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 options: WebHdfsOptions, sleep: Callable[[float], None] = time.sleep) -> None:
         self.uri, self.instance = uri, instance
         self.root = "/" + root.strip("/")
-        self._retry = dict(attempts=attempts, initial_s=initial_s, max_s=max_s, sleep=sleep,
-                           on_retry=self._log_retry, retry_on=(_Transient,))
-        url = ";".join(urls)
-        if kerberos:
-            try:
-                from hdfs.ext.kerberos import KerberosClient
-            except ImportError as exc:
-                raise ConfigError("webhdfs.kerberos=true needs requests-kerberos installed") from exc
-            self._client: Any = KerberosClient(url, proxy=user, timeout=timeout_s)
-        else:
-            self._client = InsecureClient(url, user=user, timeout=timeout_s)
+        self._retry = dict(attempts=options.attempts, initial_s=options.retry_initial_s,
+                           max_s=options.retry_max_s, sleep=sleep, on_retry=self._log_retry,
+                           retry_on=(_Transient,))
+        self._keeper: TicketKeeper | None = None
+        if options.kerberos is None:
+            self._client: Any = InsecureClient(";".join(urls), user=options.user,
+                                               timeout=options.timeout_s)
+            return
+        why = extras.missing("kerberos")
+        if why:
+            raise ConfigError(f"output.hdfs_kerberos = true: {why}")
+        self._keeper = TicketKeeper(options.kerberos)
+        session = requests.Session()
+        session.auth = SpnegoAuth(self._keeper)
+        self._client = Client(";".join(urls), proxy=options.user, timeout=options.timeout_s,
+                              session=session)
 
     def _abs(self, path: str, *, allow_root: bool = False) -> str:
         rel = paths.clean(path, allow_root=allow_root)
@@ -235,6 +245,8 @@ class WebHdfsStorage(Storage):
 
     def close(self) -> None:
         self._client._session.close()
+        if self._keeper is not None:
+            self._keeper.close()
 
 
 def _remote_message(res: requests.Response) -> str:

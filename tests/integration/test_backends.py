@@ -31,8 +31,10 @@ from pathlib import Path
 
 import pytest
 
+from garmexport.config import OutputConfig
 from garmexport.recovery import read_partition_state
 from garmexport.storage.open import open_storage
+from garmexport.storage.options import from_output
 from tests.integration.harness import (
     PYTHON, ROOT, Exporter, assert_exact, exporter_env, produce, topic_ends,
 )
@@ -60,7 +62,7 @@ def webhdfs(tmp_path: Path) -> Iterator[WebHdfsServer]:
 class Target:
     """Where one run exports to: the exporter's settings and the test's own probe."""
 
-    def __init__(self, root: str, env: dict[str, str], probe: dict[str, str],
+    def __init__(self, root: str, env: dict[str, str], probe: dict[str, object],
                  secret: str | None) -> None:
         self.root, self.env, self.probe, self.secret = root, env, probe, secret
 
@@ -77,11 +79,11 @@ def _target(kind: str, request: pytest.FixtureRequest) -> Target:
         server: WebHdfsServer = request.getfixturevalue("webhdfs")
         root = f"webhdfs://127.0.0.1:{server.server_address[1]}/out"
         return Target(root, {"GARMEXPORT_OUTPUT_HDFS_USER": HDFS_USER},
-                      {"webhdfs.user": HDFS_USER}, None)
+                      {"hdfs_user": HDFS_USER}, None)
     s3: Seaweed = request.getfixturevalue("seaweed")
     root = f"s3://{s3.bucket}/{kind}-{uuid.uuid4().hex[:8]}"
-    probe = {"s3.endpoint": s3.endpoint, "s3.access_key": s3.access_key,
-             "s3.secret_key": s3.secret_key}
+    probe = {"s3_endpoint_url": s3.endpoint, "s3_access_key_id": s3.access_key,
+             "s3_secret_access_key": s3.secret_key}
     if kind == "s3":
         env = {"GARMEXPORT_OUTPUT_S3_ENDPOINT_URL": s3.endpoint,
                "GARMEXPORT_OUTPUT_S3_ACCESS_KEY_ID": s3.access_key,
@@ -94,7 +96,7 @@ def _target(kind: str, request: pytest.FixtureRequest) -> Target:
 
 def _committed(target: Target, topic: str, partitions: list[int]) -> dict[int, int | None]:
     """Per partition, the seek position the markers give (min W + 1), None without one."""
-    storage = open_storage(target.root, "e2e-probe", target.probe)
+    storage = open_storage(target.root, "e2e-probe", from_output(OutputConfig(**target.probe)))
     try:
         return {p: read_partition_state(storage, "local", topic, p).state.seek()
                 for p in partitions}

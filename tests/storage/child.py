@@ -1,6 +1,7 @@
 """A separate process acting on a storage root, for race and crash tests.
 
-Usage: ``python -m tests.storage.child ROOT_URI OPTIONS_JSON INSTANCE MODE PATH DATA GO``
+Usage: ``python -m tests.storage.child ROOT_URI OUTPUT_JSON INSTANCE MODE PATH DATA GO``
+(OUTPUT_JSON: the ``[output]`` keys of the root, as in :class:`tests.storage.conftest.Backend`).
 
 - ``race``: stage DATA, print ``staged``, wait until file GO exists, publish to PATH and
   print ``won`` or ``lost`` (PublishConflict).
@@ -15,12 +16,14 @@ import sys
 import time
 
 from garmexport.errors import PublishConflict
+from garmexport.config import OutputConfig
 from garmexport.storage.open import open_storage
+from garmexport.storage.options import from_output
 
 
 def main(argv: list[str]) -> int:
-    root_uri, options, instance, mode, path, data, go = argv
-    storage = open_storage(root_uri, instance, json.loads(options))
+    root_uri, output, instance, mode, path, data, go = argv
+    storage = open_storage(root_uri, instance, from_output(OutputConfig(**json.loads(output))))
     staged = storage.stage(data.encode())
     print("staged", flush=True)
     if mode == "hang":

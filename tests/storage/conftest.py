@@ -3,9 +3,10 @@
 ``storage_backend`` is parametrised over ``local``, ``webhdfs`` (against the WebHDFS test
 double in ``tests/webhdfs_server.py``) and ``s3`` (a real SeaweedFS server, started once
 per session; skipped with the reason when the ``weed`` binary cannot start). It yields a
-:class:`Backend` ``(root_uri, options, storage)``: ``open_storage(root_uri, instance,
-options)`` in another process reaches the same root, so end-to-end tests can hand the
-pair to the exporter they start. Each test gets a fresh, empty root.
+:class:`Backend` ``(root_uri, output, storage)``: ``output`` holds the ``[output]`` keys
+the root needs (JSON-able values), and ``open_storage(root_uri, instance,
+options(output))`` in another process reaches the same root, so end-to-end tests can hand
+the pair to the exporter they start. Each test gets a fresh, empty root.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import NamedTuple
 
 import pytest
 
+from garmexport.config import OutputConfig
 from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage
+from garmexport.storage.options import StorageOptions, from_output
 from tests.seaweed import Seaweed
 from tests.webhdfs_server import WebHdfsServer
 
@@ -26,8 +29,17 @@ BACKENDS = ("local", "webhdfs", "s3")
 
 class Backend(NamedTuple):
     root_uri: str
-    options: dict[str, str]
+    output: dict[str, object]
     storage: Storage
+
+    @property
+    def options(self) -> StorageOptions:
+        return options(self.output)
+
+
+def options(output: dict[str, object]) -> StorageOptions:
+    """The backend options of an ``[output]`` section with the keys ``output``."""
+    return from_output(OutputConfig(**output))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -40,32 +52,32 @@ def webhdfs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebHdfs
         server.stop()
 
 
-def s3_options(server: Seaweed) -> dict[str, str]:
-    return {"s3.endpoint": server.endpoint, "s3.access_key": server.access_key,
-            "s3.secret_key": server.secret_key, "s3.region": "us-east-1"}
+def s3_output(server: Seaweed) -> dict[str, object]:
+    return {"s3_endpoint_url": server.endpoint, "s3_access_key_id": server.access_key,
+            "s3_secret_access_key": server.secret_key, "s3_region": "us-east-1"}
 
 
 def backend_root(request: pytest.FixtureRequest, name: str,
-                 tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str]]:
-    """(root_uri, options) of a fresh, empty root on backend ``name``."""
+                 tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, object]]:
+    """(root_uri, [output] keys) of a fresh, empty root on backend ``name``."""
     if name == "local":
         return str(tmp_path_factory.mktemp("out")), {}
     if name == "webhdfs":
         server = request.getfixturevalue("webhdfs_server")
-        return f"webhdfs://127.0.0.1:{server.server_address[1]}/out", {"webhdfs.user": "garm"}
+        return f"webhdfs://127.0.0.1:{server.server_address[1]}/out", {"hdfs_user": "garm"}
     if name == "s3":
         server = request.getfixturevalue("seaweed")
-        return f"s3://{server.bucket}/{uuid.uuid4().hex}", s3_options(server)
+        return f"s3://{server.bucket}/{uuid.uuid4().hex}", s3_output(server)
     raise ValueError(name)
 
 
 @pytest.fixture(params=BACKENDS)
 def storage_backend(request: pytest.FixtureRequest,
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
-    root_uri, options = backend_root(request, request.param, tmp_path_factory)
-    storage = open_storage(root_uri, "inst-a", options)
+    root_uri, output = backend_root(request, request.param, tmp_path_factory)
+    storage = open_storage(root_uri, "inst-a", options(output))
     try:
-        yield Backend(root_uri, options, storage)
+        yield Backend(root_uri, output, storage)
     finally:
         storage.close()
 

@@ -125,7 +125,7 @@ def _child(backend: Backend, instance: str, mode: str, path: str, data: str,
            go: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.storage.child", backend.root_uri,
-         json.dumps(backend.options), instance, mode, path, data, str(go)],
+         json.dumps(backend.output), instance, mode, path, data, str(go)],
         cwd=REPO, stdout=subprocess.PIPE, text=True)
 
 

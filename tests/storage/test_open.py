@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,6 +10,7 @@ import pytest
 from garmexport.errors import ConfigError
 from garmexport.storage.local import LocalStorage
 from garmexport.storage.open import open_storage
+from garmexport.storage.options import defaults
 from garmexport.storage.s3 import S3Storage
 from garmexport.storage.webhdfs import WebHdfsStorage
 from tests.webhdfs_server import WebHdfsServer
@@ -25,7 +26,8 @@ def test_a_plain_path_and_a_file_uri_open_the_local_backend(tmp_path: Path) -> N
 
 def test_webhdfs_uri_lists_ha_namenodes_with_their_http_ports() -> None:
     s = open_storage("webhdfs://nn1:50070,nn2:9871/data/out", "inst-a",
-                     {"webhdfs.user": "etl"})
+                     dataclasses.replace(defaults(), webhdfs=dataclasses.replace(
+                         defaults().webhdfs, user="etl")))
     assert isinstance(s, WebHdfsStorage)
     assert s._client.urls == ["http://nn1:50070", "http://nn2:9871"]
     assert s.root == "/data/out" and s.uri == "webhdfs://nn1:50070,nn2:9871/data/out"
@@ -33,7 +35,8 @@ def test_webhdfs_uri_lists_ha_namenodes_with_their_http_ports() -> None:
 
 
 def test_hdfs_uri_uses_the_webhdfs_http_port_not_the_rpc_port() -> None:
-    s = open_storage("hdfs://nn1:8020,nn2/out", "inst-a", {"webhdfs.http_port": "14000"})
+    s = open_storage("hdfs://nn1:8020,nn2/out", "inst-a", dataclasses.replace(
+        defaults(), webhdfs=dataclasses.replace(defaults().webhdfs, http_port=14000)))
     assert isinstance(s, WebHdfsStorage)
     assert s._client.urls == ["http://nn1:14000", "http://nn2:14000"]
     assert s.uri == "hdfs://nn1:8020,nn2/out"
@@ -52,8 +55,9 @@ def test_webhdfs_uri_reaches_a_server(webhdfs_server: WebHdfsServer) -> None:
 
 def test_s3_uri_names_bucket_and_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
-    s = open_storage("s3://bucket/some/prefix/", "inst-a",
-                     {"s3.access_key": "k", "s3.secret_key": "s"})
+    s = open_storage("s3://bucket/some/prefix/", "inst-a", dataclasses.replace(
+        defaults(), s3=dataclasses.replace(defaults().s3, access_key_id="k",
+                                           secret_access_key="s")))
     assert isinstance(s, S3Storage)
     assert (s.bucket, s.prefix, s.uri) == ("bucket", "some/prefix", "s3://bucket/some/prefix")
     assert s._client.meta.endpoint_url == "http://127.0.0.1:1"
@@ -65,17 +69,3 @@ def test_s3_uri_names_bucket_and_prefix(monkeypatch: pytest.MonkeyPatch) -> None
 def test_unknown_schemes_and_missing_hosts_are_config_errors(uri: str) -> None:
     with pytest.raises(ConfigError):
         open_storage(uri, "inst-a")
-
-
-def test_a_malformed_option_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="webhdfs.kerberos"):
-        open_storage("webhdfs://nn/out", "inst-a", {"webhdfs.kerberos": "maybe"})
-    with pytest.raises(ConfigError, match="webhdfs.attempts"):
-        open_storage("webhdfs://nn/out", "inst-a", {"webhdfs.attempts": "many"})
-
-
-@pytest.mark.skipif(importlib.util.find_spec("requests_kerberos") is not None,
-                    reason="requests-kerberos is installed here")
-def test_kerberos_without_requests_kerberos_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="requests-kerberos"):
-        open_storage("webhdfs://nn/out", "inst-a", {"webhdfs.kerberos": "true"})

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from garmexport.errors import PublishConflict, StorageError
+from garmexport.storage.options import defaults
 from garmexport.storage.s3 import STAGE_TAG, S3Storage
 from tests.seaweed import Seaweed
 
 PATH = "fs/day=2026-11-01/local+t+00000+00000000000000000042.parquet"
 
 
+def s3(bucket: str, prefix: str, instance: str, endpoint_url: str, access_key: str,
+       secret_key: str, **more: object) -> S3Storage:
+    options = dataclasses.replace(defaults().s3, endpoint_url=endpoint_url,
+                                  access_key_id=access_key, secret_access_key=secret_key, **more)
+    return S3Storage(bucket, prefix, instance, options=options)
+
+
 @pytest.fixture
 def storage(seaweed: Seaweed) -> Iterator[S3Storage]:
-    s = S3Storage(seaweed.bucket, uuid.uuid4().hex, "inst-a", endpoint_url=seaweed.endpoint,
-                  access_key=seaweed.access_key, secret_key=seaweed.secret_key)
+    s = s3(seaweed.bucket, uuid.uuid4().hex, "inst-a", seaweed.endpoint, seaweed.access_key,
+           seaweed.secret_key)
     yield s
     s.close()
 
@@ -51,8 +60,8 @@ def test_another_owners_object_is_a_conflict(storage: S3Storage) -> None:
 
 def test_a_handle_from_another_storage_object_is_refused(storage: S3Storage,
                                                          seaweed: Seaweed) -> None:
-    other = S3Storage(seaweed.bucket, storage.prefix, "inst-b", endpoint_url=seaweed.endpoint,
-                      access_key=seaweed.access_key, secret_key=seaweed.secret_key)
+    other = s3(seaweed.bucket, storage.prefix, "inst-b", seaweed.endpoint, seaweed.access_key,
+               seaweed.secret_key)
     staged = other.stage(b"x")
     with pytest.raises(StorageError, match="unknown staged handle"):
         storage.publish(staged, PATH)
@@ -60,8 +69,7 @@ def test_a_handle_from_another_storage_object_is_refused(storage: S3Storage,
 
 
 def test_an_unreachable_store_is_a_storage_error() -> None:
-    storage = S3Storage("b", "p", "inst-a", endpoint_url="http://127.0.0.1:9",
-                        access_key="k", secret_key="s", attempts=1, timeout_s=2)
+    storage = s3("b", "p", "inst-a", "http://127.0.0.1:9", "k", "s", attempts=1, timeout_s=2)
     with pytest.raises(StorageError):
         storage.list("")
     with pytest.raises(StorageError):
@@ -70,8 +78,8 @@ def test_an_unreachable_store_is_a_storage_error() -> None:
 
 
 def test_credentials_never_show_in_repr(seaweed: Seaweed) -> None:
-    storage = S3Storage(seaweed.bucket, "p", "inst-a", endpoint_url=seaweed.endpoint,
-                        access_key=seaweed.access_key, secret_key=seaweed.secret_key)
+    storage = s3(seaweed.bucket, "p", "inst-a", seaweed.endpoint, seaweed.access_key,
+                 seaweed.secret_key)
     assert seaweed.secret_key not in repr(storage) and seaweed.access_key not in repr(storage)
     storage.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Iterator
 
@@ -9,6 +10,7 @@ import pytest
 from hdfs import InsecureClient
 
 from garmexport.errors import PublishConflict, StorageError
+from garmexport.storage.options import defaults
 from garmexport.storage.webhdfs import WebHdfsStorage
 from tests.webhdfs_server import WebHdfsServer
 
@@ -17,8 +19,10 @@ PATH = "fs/day=2026-11-01/local+t+00000+00000000000000000042.parquet"
 
 def make(urls: list[str], sleeps: list[float] | None = None, attempts: int = 4) -> WebHdfsStorage:
     record = sleeps if sleeps is not None else []
-    return WebHdfsStorage(urls, "/out", "inst-a", uri="webhdfs://test/out", user="garm",
-                          attempts=attempts, sleep=record.append, timeout_s=10)
+    options = dataclasses.replace(defaults().webhdfs, user="garm", attempts=attempts,
+                                  timeout_s=10)
+    return WebHdfsStorage(urls, "/out", "inst-a", uri="webhdfs://test/out", options=options,
+                          sleep=record.append)
 
 
 @pytest.fixture

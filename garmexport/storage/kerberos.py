@@ -1,0 +1,143 @@
+"""Kerberos for WebHDFS: a ticket kept fresh in a ticket cache, and SPNEGO from it.
+
+Two ways to hold a ticket (``[output]`` keys ``hdfs_kerberos_*``):
+
+- **keytab** (``keytab`` and ``principal``): garmexport runs ``kinit -kt KEYTAB -c CACHE
+  PRINCIPAL`` into a private ticket cache (a file in a fresh 0700 directory of this
+  process, unless ``ccache`` names one) and renews by fetching a new ticket from the
+  keytab. Nothing else needs to run.
+- **ticket cache** (no keytab): a cache that something else fills (``kinit``, ``k5start``,
+  the cluster's agent): ``ccache``, else the default (``KRB5CCNAME``). garmexport renews
+  it with ``kinit -R``, which works for renewable tickets; a failed renewal is logged and
+  the ticket is used until it ends.
+
+When to renew is :mod:`.ticket_renewal`. Each request authenticates with SPNEGO through
+requests-gssapi, from credentials read out of that cache explicitly: the process's
+``KRB5CCNAME`` is never changed. A request made when no usable ticket can be had raises
+StorageError, which the exporter's back-off retries.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+
+from garmexport.errors import ConfigError, StorageError
+from garmexport.storage.options import KerberosOptions
+from garmexport.storage.ticket_renewal import Ticket, renewal_due, usable
+
+log = logging.getLogger(__name__)
+KINIT_TIMEOUT_S = 30.0
+
+
+class TicketKeeper:
+    """The ticket of one process; :meth:`ensure` before each use (thread-safe)."""
+
+    def __init__(self, options: KerberosOptions, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        if options.keytab and not options.principal:
+            raise ConfigError("output.hdfs_kerberos_keytab needs output.hdfs_kerberos_principal "
+                              "(the principal whose key the keytab holds)")
+        self.options, self._clock = options, clock
+        self._dir: str | None = None
+        if options.ccache:
+            self.ccache: str | None = (options.ccache if ":" in options.ccache
+                                       else f"FILE:{options.ccache}")
+        elif options.keytab:
+            self._dir = tempfile.mkdtemp(prefix="garmexport-krb5-")
+            self.ccache = f"FILE:{self._dir}/ccache"
+        else:
+            self.ccache = None  # the default cache
+        self.ticket: Ticket | None = None
+        self._failed_at: float | None = None
+        self.generation = 0  # changes with every new or renewed ticket
+        self._lock = threading.Lock()
+
+    def ensure(self, now_s: float | None = None) -> int:
+        """Renew if due; the ticket's generation. StorageError if no usable ticket."""
+        with self._lock:
+            now = self._clock() if now_s is None else now_s
+            if renewal_due(now, self.ticket, self.options.renew_s, self._failed_at):
+                self._renew(now)
+            if not usable(now, self.ticket):
+                where = self.ccache or "the default cache"
+                raise StorageError(f"no valid Kerberos ticket in {where} (see the log for why)")
+            return self.generation
+
+    def _renew(self, now: float) -> None:
+        first_look = self.ticket is None and not self.options.keytab
+        try:
+            if not first_look:  # an outside cache is read as it is first, then renewed
+                self._kinit()
+            self.ticket = Ticket(now, now + self.credentials().lifetime)
+        except (OSError, subprocess.SubprocessError, _gss_error()) as exc:
+            self._failed_at = now
+            log.warning("Kerberos ticket not renewed (%s): %s", self.ccache or "default cache",
+                        _one_line(exc))
+            return
+        self._failed_at = None
+        self.generation += 1
+        log.info("Kerberos ticket %s in %s until %s", "read" if first_look else "renewed",
+                 self.ccache or "the default cache",
+                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ticket.expires_s)))
+
+    def _kinit(self) -> None:
+        o = self.options
+        cache = ["-c", self.ccache] if self.ccache else []
+        cmd = (["kinit", "-kt", o.keytab, *cache, o.principal] if o.keytab
+               else ["kinit", "-R", *cache])
+        subprocess.run(cmd, check=True, capture_output=True, text=True,  # type: ignore[arg-type]
+                       timeout=KINIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+
+    def credentials(self) -> Any:
+        """GSSAPI initiator credentials from the ticket cache."""
+        import gssapi
+
+        name = (gssapi.Name(self.options.principal, gssapi.NameType.kerberos_principal)
+                if self.options.principal else None)
+        store = {"ccache": self.ccache} if self.ccache else None
+        return gssapi.Credentials(name=name, usage="initiate", store=store)
+
+    def close(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class SpnegoAuth(requests.auth.AuthBase):
+    """requests auth: SPNEGO with the keeper's current ticket (fresh credentials after each
+    renewal). Mutual authentication is optional, as WebHDFS answers do not always carry it."""
+
+    def __init__(self, keeper: TicketKeeper) -> None:
+        self.keeper = keeper
+        self._generation = -1
+        self._auth: Any = None
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        generation = self.keeper.ensure()
+        if generation != self._generation:
+            from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
+
+            self._auth = HTTPSPNEGOAuth(creds=self.keeper.credentials(),
+                                        mutual_authentication=OPTIONAL)
+            self._generation = generation
+        return self._auth(request)
+
+
+def _gss_error() -> type[BaseException]:
+    from gssapi.exceptions import GSSError
+
+    return GSSError
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, subprocess.CalledProcessError):
+        return f"{' '.join(map(str, exc.cmd[:2]))}: {(exc.stderr or '').strip() or exc.returncode}"
+    return " ".join(str(exc).split())
