@@ -13,7 +13,8 @@ import argparse
 import time
 from typing import Any
 
-from garmexport.compaction.fs import open_fs, to_uri
+from garmexport.compaction.fs import open_fs
+from garmexport.compaction.hadoop_root import spark_root
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.spark_job import build_session
 from garmexport.errors import ConfigError
@@ -51,7 +52,7 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
     c = config.compaction
     sort = _opt(args, "sort_columns", None)
     return CompactOptions(
-        root_uri=to_uri(config.output.root),
+        root_uri=spark_root(config.output.root, c.hadoop_root),
         lateness_s=float(_opt(args, "lateness_s", c.lateness_s)),
         target_file_bytes=int(_opt(args, "target_file_bytes", c.target_file_bytes)),
         sort_columns=tuple(s.strip() for s in sort.split(",") if s.strip())
@@ -77,9 +78,6 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 def run_compact(args: argparse.Namespace, config: Any) -> int:
     """Run one compaction over ``config.output.root``; print progress and the summary."""
     opts = options_from(args, config)
-    if opts.root_uri.startswith("webhdfs://"):
-        raise ConfigError("output.root: Spark needs an hdfs:// URI for compaction, "
-                          f"not {opts.root_uri}")
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           _opt(args, "metastore_uri", config.compaction.metastore_uri),
                           spark_conf(args))
