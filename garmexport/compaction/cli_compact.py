@@ -89,7 +89,7 @@ def run_compact(args: argparse.Namespace, config: Any) -> int:
         spark.stop()
     for problem in summary.problems:
         print(f"left alone: {problem}")
-    print(summary.line())
+    print(summary.line(opts.dry_run))
     return 1 if summary.problems else 0
 
 
