@@ -163,6 +163,10 @@ class CompactionConfig(_Section):
     hive_database: str = _f("garmadon", "Hive database of the external tables", pattern=_NAME)
     metastore_uri: str = _f("", "thrift:// URI of a Hive metastore (empty: embedded Derby)")
     spark_master: str = _f("local[2]", "Spark master URL", pattern=r".+")
+    spark_log_level: str = _f("ERROR", "lowest level of the Spark JVM's log records (and "
+                              "py4j's) that reach the log; WARN shows Spark's and Hive's "
+                              "harmless warnings", choices=("OFF", "FATAL", "ERROR", "WARN",
+                                                            "INFO", "DEBUG", "TRACE"))
     hadoop_root: str = _f("", "output.root as Spark's Hadoop file system reads it (hdfs://, "
                           "s3a://, file:// URI); empty: derived from output.root, a "
                           "webhdfs://nn:9870/p root becoming hdfs://nn/p (RPC port 8020)",

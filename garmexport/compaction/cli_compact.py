@@ -10,6 +10,7 @@ files had problems and were left alone). Errors of the protocol or the store pro
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from typing import Any
 
@@ -17,6 +18,7 @@ from garmexport.compaction.fs import open_fs
 from garmexport.compaction.hadoop_root import spark_root
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.spark_job import build_session
+from garmexport.compaction.spark_logs import LEVELS
 from garmexport.errors import ConfigError
 
 
@@ -36,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--master", default=None, help="Spark master URL (default from the config)")
     a("--spark-conf", action="append", default=None, metavar="KEY=VALUE",
       help="extra Spark setting; repeatable")
+    a("--spark-log-level", type=str.upper, default=None, choices=LEVELS,
+      help="lowest level of Spark's JVM log records shown (default from the config: ERROR)")
     a("--no-hive", action="store_true", help="do not create or update Hive tables")
     a("--dry-run", action="store_true", help="plan and print, change nothing")
     a("--show-counts", action="store_true",
@@ -80,24 +84,33 @@ def run_compact(args: argparse.Namespace, config: Any) -> int:
     opts = options_from(args, config)
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           _opt(args, "metastore_uri", config.compaction.metastore_uri),
-                          spark_conf(args))
+                          spark_conf(args), log_level=_opt(
+                              args, "spark_log_level", config.compaction.spark_log_level))
     try:
         summary = run(spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000))
         if getattr(args, "show_counts", False) and opts.hive:
-            print_counts(spark, opts.hive_database)
+            print_counts(spark, opts.hive_database, config.log.format == "json")
     finally:
         spark.stop()
-    for problem in summary.problems:
-        print(f"left alone: {problem}")
-    print(summary.line(opts.dry_run))
+    if config.log.format == "json":  # every line on stdout is JSON too
+        print(json.dumps({"event": "compaction_summary", "dry_run": opts.dry_run,
+                          **vars(summary)}, default=str))
+    else:
+        for problem in summary.problems:
+            print(f"left alone: {problem}")
+        print(summary.line(opts.dry_run))
     return 1 if summary.problems else 0
 
 
-def print_counts(spark: Any, database: str) -> None:
-    """Rows per table and day, as a reader of the Hive tables sees them (Spark SQL)."""
-    print(f"{'table':<40} {'day':<10} {'rows':>10}")
+def print_counts(spark: Any, database: str, as_json: bool = False) -> None:
+    """Rows per table and day, as a reader of the Hive tables sees them (Spark SQL); one
+    JSON object per line when ``as_json``."""
+    if not as_json:
+        print(f"{'table':<40} {'day':<10} {'rows':>10}")
     for row in spark.sql(f"SHOW TABLES IN `{database}`").collect():
         table = f"`{database}`.`{row.tableName}`"
         counts = spark.sql(f"SELECT day, count(*) AS n FROM {table} GROUP BY day ORDER BY day")
         for c in counts.collect():
-            print(f"{database + '.' + row.tableName:<40} {c.day:<10} {c.n:>10}")
+            name = f"{database}.{row.tableName}"
+            print(json.dumps({"event": "table_rows", "table": name, "day": c.day,
+                              "rows": c.n}) if as_json else f"{name:<40} {c.day:<10} {c.n:>10}")

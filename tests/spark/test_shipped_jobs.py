@@ -133,6 +133,13 @@ def wait_status(url: str, process: subprocess.Popen, log: Path, timeout_s: float
         time.sleep(0.5)
 
 
+def is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def json_lines(*paths: Path) -> list[dict]:
     return [json.loads(line) for p in paths for line in p.read_text().splitlines()
             if line.startswith("{")]
@@ -187,7 +194,14 @@ def test_the_shipped_app_and_nightly_job_run_as_defined_against_local_stand_ins(
             compaction.kill()
             compaction.wait()
     assert code == 0, f"{out.read_text()[-2000:]}\n{err.read_text()[-4000:]}"
+    # log.format = "json" (shipped): every line is JSON, the Spark JVM's and py4j's included,
+    # and Spark's harmless warnings stay out (compaction.spark_log_level ERROR)
+    lines = [line for p in (out, err) for line in p.read_text().splitlines()]
+    assert lines and [line for line in lines if not is_json_object(line)] == []
     events = json_lines(out, err)
+    assert [e for e in events if e.get("logger", "").startswith("garmexport.spark")
+            and e["level"] not in ("ERROR", "CRITICAL")] == []
+    [summary] = [e for e in events if e.get("event") == "compaction_summary"]
     [done] = [e for e in events if e.get("event") == "compaction_done"]
     assert done["days_compacted"] >= 1 and done["problems"] == 0, done
     synced = [e for e in events if e.get("event") == "hive_table_synced"]
@@ -195,6 +209,7 @@ def test_the_shipped_app_and_nightly_job_run_as_defined_against_local_stand_ins(
     local = Path(webhdfs.local(HDFS_PATH))
     compacted = [p for p in local.rglob("*.parquet") if CompactedName.parse(p.name)]
     assert len(compacted) >= done["files_out"] >= 1
+    assert summary["days_compacted"] == done["days_compacted"]
 
     # Nothing lost or doubled by the night's work, read back through the app's own root.
     verify_env = task_env(app["env"], sandbox, GARMEXPORT_OUTPUT_ROOT=root,
