@@ -190,6 +190,15 @@ class CompactionConfig(_Section):
                               "its outcome to, job garmexport_compaction (empty: none)")
     metrics_textfile: str = _f("", "file each run writes its outcome to in the Prometheus text "
                                "format, for node_exporter's textfile collector (empty: none)")
+    spark_log_level: str = _f("ERROR", "lowest level of the Spark JVM's log records (and "
+                              "py4j's) that reach the log; WARN shows Spark's and Hive's "
+                              "harmless warnings (any case)",
+                              choices=("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"),
+                              fold_case=True)
+    hadoop_root: str = _f("", "output.root as Spark's Hadoop file system reads it (hdfs://, "
+                          "s3a://, file:// URI); empty: derived from output.root, a "
+                          "webhdfs://nn:9870/p root becoming hdfs://nn/p (RPC port 8020)",
+                          pattern=r"(?:[A-Za-z][A-Za-z0-9+.-]*://.+)?")
 
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

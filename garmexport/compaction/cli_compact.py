@@ -10,13 +10,16 @@ files had problems and were left alone). Errors of the protocol or the store pro
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from typing import Any
 
-from garmexport.compaction.fs import open_fs, to_uri
+from garmexport.compaction.fs import open_fs
+from garmexport.compaction.hadoop_root import spark_root
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
+from garmexport.compaction.spark_logs import LEVELS
 from garmexport.errors import ConfigError
 
 
@@ -36,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--master", default=None, help="Spark master URL (default from the config)")
     a("--spark-conf", action="append", default=None, metavar="KEY=VALUE",
       help="extra Spark setting; repeatable")
+    a("--spark-log-level", type=str.upper, default=None, choices=LEVELS,
+      help="lowest level of Spark's JVM log records shown (default from the config: ERROR)")
     a("--no-hive", action="store_true", help="do not create or update Hive tables")
     a("--dry-run", action="store_true", help="plan and print, change nothing")
     a("--show-counts", action="store_true",
@@ -52,7 +57,7 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
     c = config.compaction
     sort = _opt(args, "sort_columns", None)
     return CompactOptions(
-        root_uri=to_uri(config.output.root),
+        root_uri=spark_root(config.output.root, c.hadoop_root),
         lateness_s=float(_opt(args, "lateness_s", c.lateness_s)),
         target_file_bytes=int(_opt(args, "target_file_bytes", c.target_file_bytes)),
         sort_columns=tuple(s.strip() for s in sort.split(",") if s.strip())
@@ -78,30 +83,36 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 def run_compact(args: argparse.Namespace, config: Any) -> int:
     """Run one compaction over ``config.output.root``; print progress and the summary."""
     opts = options_from(args, config)
-    if opts.root_uri.startswith("webhdfs://"):
-        raise ConfigError("output.root: Spark needs an hdfs:// URI for compaction, "
-                          f"not {opts.root_uri}")
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           _opt(args, "metastore_uri", config.compaction.metastore_uri),
-                          spark_conf(args))
+                          spark_conf(args), log_level=_opt(
+                              args, "spark_log_level", config.compaction.spark_log_level))
     try:
         summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: run(
             spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000)))
         if getattr(args, "show_counts", False) and opts.hive:
-            print_counts(spark, opts.hive_database)
+            print_counts(spark, opts.hive_database, config.log.format == "json")
     finally:
         spark.stop()
-    for problem in summary.problems:
-        print(f"left alone: {problem}")
-    print(summary.line())
+    if config.log.format == "json":  # every line on stdout is JSON too
+        print(json.dumps({"event": "compaction_summary", "dry_run": opts.dry_run,
+                          **vars(summary)}, default=str))
+    else:
+        for problem in summary.problems:
+            print(f"left alone: {problem}")
+        print(summary.line(opts.dry_run))
     return 1 if summary.problems else 0
 
 
-def print_counts(spark: Any, database: str) -> None:
-    """Rows per table and day, as a reader of the Hive tables sees them (Spark SQL)."""
-    print(f"{'table':<40} {'day':<10} {'rows':>10}")
+def print_counts(spark: Any, database: str, as_json: bool = False) -> None:
+    """Rows per table and day, as a reader of the Hive tables sees them (Spark SQL); one
+    JSON object per line when ``as_json``."""
+    if not as_json:
+        print(f"{'table':<40} {'day':<10} {'rows':>10}")
     for row in spark.sql(f"SHOW TABLES IN `{database}`").collect():
         table = f"`{database}`.`{row.tableName}`"
         counts = spark.sql(f"SELECT day, count(*) AS n FROM {table} GROUP BY day ORDER BY day")
         for c in counts.collect():
-            print(f"{database + '.' + row.tableName:<40} {c.day:<10} {c.n:>10}")
+            name = f"{database}.{row.tableName}"
+            print(json.dumps({"event": "table_rows", "table": name, "day": c.day,
+                              "rows": c.n}) if as_json else f"{name:<40} {c.day:<10} {c.n:>10}")

@@ -70,8 +70,13 @@ class Summary:
     #: time a reader could see an output and some of its inputs at once
     max_swap_s: float = 0.0
 
-    def line(self) -> str:
+    def line(self, dry_run: bool = False) -> str:
         mb = 1024 * 1024
+        if dry_run:  # what the plan holds: nothing was written, so no output sizes
+            return (f"compaction dry run: {self.days_compacted} days planned, files "
+                    f"{self.files_in} -> {self.files_out}, {self.bytes_in / mb:.1f} MiB, "
+                    f"{self.rows} rows, {self.files_left} files left, "
+                    f"{len(self.problems)} problems, {self.seconds:.1f} s; nothing changed")
         return (f"compaction: {self.days_compacted} days, files {self.files_in} -> "
                 f"{self.files_out}, {self.bytes_in / mb:.1f} MiB -> {self.bytes_out / mb:.1f} "
                 f"MiB, {self.rows} rows, {self.files_left} files left, recovered "
@@ -97,6 +102,18 @@ def journal_for(plan: DayPlan, staged: list[str]) -> Journal:
                    staging_path(plan.output, plan.day, plan.generation), moves, tuple(deletes))
 
 
+def _count(summary: Summary, plan: DayPlan, bytes_out: int) -> int:
+    """Add one compacted (or, in a dry run, planned) day to ``summary``; its input bytes."""
+    bytes_in = sum(f.size for f in plan.inputs)
+    summary.days_compacted += 1
+    summary.files_in += len(plan.inputs)
+    summary.files_out += len(plan.outputs)
+    summary.bytes_in += bytes_in
+    summary.bytes_out += bytes_out
+    summary.rows += sum(o.rows for o in plan.outputs)
+    return bytes_in
+
+
 def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day: str,
                 watermarks: dict[tuple[str, str, int], int], summary: Summary,
                 crash: Callable[[str], None]) -> list[str]:
@@ -109,6 +126,8 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     if not plan.outputs or opts.dry_run:
         log_event(log, "compaction_day_planned", output=output, day=day,
                   outputs=len(plan.outputs), inputs=len(plan.inputs), left=len(plan.left))
+        if plan.outputs:  # a dry run counts what it would compact
+            _count(summary, plan, bytes_out=0)
         return []
     started = time.monotonic()
     staging = staging_path(output, day, plan.generation)
@@ -119,13 +138,7 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     commit_swap(fs, journal, crash)
     swap_s = time.monotonic() - swap_started
     summary.max_swap_s = max(summary.max_swap_s, swap_s)
-    bytes_in = sum(f.size for f in plan.inputs)
-    summary.days_compacted += 1
-    summary.files_in += len(plan.inputs)
-    summary.files_out += len(plan.outputs)
-    summary.bytes_in += bytes_in
-    summary.bytes_out += bytes_out
-    summary.rows += sum(o.rows for o in plan.outputs)
+    bytes_in = _count(summary, plan, bytes_out)
     log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,
               files_in=len(plan.inputs), files_out=len(plan.outputs), bytes_in=bytes_in,
               bytes_out=bytes_out, left=len(plan.left), swap_s=round(swap_s, 3),
@@ -174,6 +187,6 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
         if opts.hive and days and not opts.dry_run:
             sync_hive(spark, fs, opts, output, days, written)
     summary.seconds = time.monotonic() - started
-    log_event(log, "compaction_done", **{k: v for k, v in vars(summary).items()
+    log_event(log, "compaction_done", dry_run=opts.dry_run, **{k: v for k, v in vars(summary).items()
                                          if k != "problems"}, problems=len(summary.problems))
     return summary

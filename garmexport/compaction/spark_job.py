@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from garmexport.compaction import spark_logs
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import day_dir
 from garmexport.compaction.plan import DayPlan
@@ -31,21 +32,29 @@ _PART_RE = re.compile(r"^part-(\d{5})-.*\.parquet$")
 
 
 def build_session(master: str, metastore_uri: str = "",
-                  conf: Mapping[str, str] | None = None, app_name: str = "garmexport-compact"
-                  ) -> Any:
+                  conf: Mapping[str, str] | None = None, app_name: str = "garmexport-compact",
+                  log_level: str = "ERROR") -> Any:
     """A SparkSession with Hive support; a remote metastore when ``metastore_uri`` is set,
-    else the embedded Derby one (configured through ``conf``)."""
+    else the embedded Derby one (configured through ``conf``). The driver JVM's output
+    becomes garmexport log lines at ``log_level`` and above (:mod:`.spark_logs`)."""
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               # day=2026-11-01 must stay a string, as the Hive tables declare it
-               .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-               # inputs are explicit file paths: a listing job per output costs more than
-               # a few thousand getFileStatus calls from the driver
-               .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000"))
+    settings = {
+        "spark.master": master, "spark.app.name": app_name,
+        "spark.sql.catalogImplementation": "hive",
+        # day=2026-11-01 must stay a string, as the Hive tables declare it
+        "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+        # inputs are explicit file paths: a listing job per output costs more than a few
+        # thousand getFileStatus calls from the driver
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    }
     if metastore_uri:
-        builder = builder.config("spark.hadoop.hive.metastore.uris", metastore_uri)
-    for key, value in (conf or {}).items():
+        settings["spark.hadoop.hive.metastore.uris"] = metastore_uri
+    settings = spark_logs.session_conf({**settings, **(conf or {})}, log_level)
+    spark_logs.set_python_levels(log_level)
+    spark_logs.launch_jvm(settings)
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.enableHiveSupport().getOrCreate()
 
