@@ -21,6 +21,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from garmexport.kafka_signals import client_log_settings
+
 READY_TIMEOUT_S = 20.0
 
 
@@ -48,8 +50,9 @@ class Broker:
         self.bootstrap = f"127.0.0.1:{port}"
         self.log_path = log_path
 
-    def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
+    def admin(self, quiet: bool = False) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap,
+                            **client_log_settings(quiet)})
 
     def log_tail(self, lines: int = 40) -> str:
         with contextlib.suppress(OSError):
@@ -87,7 +90,7 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
         if process.poll() is not None:
             raise RuntimeError(f"tansu exited with {process.returncode}:\n{broker.log_tail()}")
         try:
-            broker.admin().list_topics(timeout=1)
+            broker.admin(quiet=True).list_topics(timeout=1)  # refused until it listens
             return broker
         except KafkaException:
             if time.monotonic() > deadline:
@@ -98,7 +101,7 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     """Create ``name`` with ``partitions`` partitions and wait until all have a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **client_log_settings()})
     admin.create_topics([NewTopic(name, num_partitions=partitions,
                                   replication_factor=1)])[name].result(timeout=15)
     deadline = time.monotonic() + 15
