@@ -67,10 +67,12 @@ class Broker:
 
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
-                 env: Mapping[str, str] | None = None, port: int | None = None) -> Broker:
+                 env: Mapping[str, str] | None = None, port: int | None = None,
+                 advertised_port: int | None = None) -> Broker:
     """Start tansu on ``port`` (default: a free loopback port); return once it answers
     metadata requests. Passing the port of a stopped broker restarts it where clients
-    look for it.
+    look for it. ``advertised_port`` (default ``port``): the port its metadata names, where
+    clients send everything but metadata requests (tests: one where nothing listens).
 
     Raises RuntimeError with the end of the broker's log if it exits or does not answer
     within READY_TIMEOUT_S.
@@ -79,8 +81,9 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     log_path = workdir / f"tansu-{port}.log"
+    advertised = f"tcp://127.0.0.1:{advertised_port or port}"
     command = [str(tansu_binary()), "broker", "--listener-url", url,
-               "--advertised-listener-url", url, "--storage-engine", storage_engine]
+               "--advertised-listener-url", advertised, "--storage-engine", storage_engine]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    env={**os.environ, **(env or {})}, cwd=workdir)
