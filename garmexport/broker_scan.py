@@ -7,29 +7,26 @@ after multi-record batches. Records are handed over in chunks so memory stays bo
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.errors import BrokerError
+from garmexport.kafka_signals import client_log_settings
 
 #: How long the first metadata request may wait: a broker that is up answers in
 #: milliseconds, so a tool tells an operator within seconds that it cannot reach it.
 REACH_TIMEOUT_S = 5.0
-# The metadata probe's own connection errors would repeat the one BrokerError it raises.
-_QUIET = logging.getLogger("garmexport.broker_scan.probe")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 def partitions_of(settings: Mapping[str, object], topic: str,
                   timeout_s: float = REACH_TIMEOUT_S) -> list[int]:
     """The partitions of ``topic``; raises BrokerError when the broker gives no metadata
     within ``timeout_s`` (unreachable) or does not know the topic."""
+    # quiet: its connection errors would repeat the one BrokerError it raises
     consumer = Consumer({**settings, "group.id": "garmexport-scan", "enable.auto.commit": False,
-                         "logger": _QUIET})
+                         **client_log_settings(quiet=True)})
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)
     except KafkaException as exc:
@@ -56,7 +53,7 @@ def scan(
     parts = partitions_of(settings, topic)
     conf = {k: v for k, v in settings.items() if k not in ("group.id", "partition.assignment.strategy")}
     consumer = Consumer({**conf, "group.id": "garmexport-scan", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+                         "enable.partition.eof": True, **client_log_settings()})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
     ends = {p: 0 for p in parts}
     pending = set(parts)

@@ -39,6 +39,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.config import Config
 from garmexport.errors import BrokerError, ConfigError
+from garmexport.kafka_signals import client_log_settings
 
 _RECENT_MARKER_MS = 60_000
 
@@ -93,7 +94,8 @@ def _epoch_ms(text: str) -> int:
 def _consumer(settings: Mapping[str, object]) -> Consumer:
     conf = {k: v for k, v in settings.items() if k not in ("group.id", "partition.assignment.strategy")}
     return Consumer({**conf, "group.id": f"garmexport-offsets-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.commit": False, "enable.partition.eof": True})
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     **client_log_settings()})
 
 
 def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],

@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from garmexport.config import Config
 from garmexport.errors import BrokerError
 from garmexport.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
+from garmexport.kafka_signals import client_log_settings
 
 PRODUCER_SETTINGS: Mapping[str, object] = {
     "linger.ms": 20,
@@ -85,7 +86,8 @@ def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) ->
 
     Raises BrokerError if the broker cannot be reached or the topic has fewer partitions.
     """
-    admin = AdminClient({k: v for k, v in settings.items() if k not in PRODUCER_SETTINGS})
+    admin = AdminClient({**{k: v for k, v in settings.items() if k not in PRODUCER_SETTINGS},
+                         **client_log_settings()})
     try:
         existing = admin.list_topics(topic, timeout=10).topics.get(topic)
         if existing is None or existing.error is not None:
@@ -98,6 +100,8 @@ def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) ->
             existing = admin.list_topics(topic, timeout=10).topics.get(topic)
     except KafkaException as e:
         raise BrokerError(f"cannot create or describe topic {topic}: {e}") from e
+    finally:
+        admin.poll(0)  # serves its log lines (why it failed) to the logger
     have = len(existing.partitions) if existing else 0
     if have < partitions:
         raise BrokerError(f"topic {topic} has {have} partitions, {partitions} were asked for")
@@ -120,7 +124,7 @@ def produce(settings: Mapping[str, object], topic: str, spec: Spec, count: int,
             failures.append(str(error))
 
     producer = Producer({**settings, "on_delivery": on_delivery,
-                         "delivery.report.only.error": True})
+                         "delivery.report.only.error": True, **client_log_settings()})
     tally, value_bytes = Tally(), 0
     start = time.monotonic()
     next_report = start + progress_s

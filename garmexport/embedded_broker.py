@@ -21,6 +21,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from garmexport.kafka_signals import client_log_settings
+
 READY_TIMEOUT_S = 20.0
 
 
@@ -48,8 +50,9 @@ class Broker:
         self.bootstrap = f"127.0.0.1:{port}"
         self.log_path = log_path
 
-    def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
+    def admin(self, quiet: bool = False) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap,
+                            **client_log_settings(quiet)})
 
     def log_tail(self, lines: int = 40) -> str:
         with contextlib.suppress(OSError):
@@ -64,10 +67,12 @@ class Broker:
 
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
-                 env: Mapping[str, str] | None = None, port: int | None = None) -> Broker:
+                 env: Mapping[str, str] | None = None, port: int | None = None,
+                 advertised_port: int | None = None) -> Broker:
     """Start tansu on ``port`` (default: a free loopback port); return once it answers
     metadata requests. Passing the port of a stopped broker restarts it where clients
-    look for it.
+    look for it. ``advertised_port`` (default ``port``): the port its metadata names, where
+    clients send everything but metadata requests (tests: one where nothing listens).
 
     Raises RuntimeError with the end of the broker's log if it exits or does not answer
     within READY_TIMEOUT_S.
@@ -76,8 +81,9 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
     port = port or free_port()
     url = f"tcp://127.0.0.1:{port}"
     log_path = workdir / f"tansu-{port}.log"
+    advertised = f"tcp://127.0.0.1:{advertised_port or port}"
     command = [str(tansu_binary()), "broker", "--listener-url", url,
-               "--advertised-listener-url", url, "--storage-engine", storage_engine]
+               "--advertised-listener-url", advertised, "--storage-engine", storage_engine]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    env={**os.environ, **(env or {})}, cwd=workdir)
@@ -87,7 +93,7 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
         if process.poll() is not None:
             raise RuntimeError(f"tansu exited with {process.returncode}:\n{broker.log_tail()}")
         try:
-            broker.admin().list_topics(timeout=1)
+            broker.admin(quiet=True).list_topics(timeout=1)  # refused until it listens
             return broker
         except KafkaException:
             if time.monotonic() > deadline:
@@ -98,7 +104,7 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     """Create ``name`` with ``partitions`` partitions and wait until all have a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **client_log_settings()})
     admin.create_topics([NewTopic(name, num_partitions=partitions,
                                   replication_factor=1)])[name].result(timeout=15)
     deadline = time.monotonic() + 15

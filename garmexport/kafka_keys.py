@@ -22,7 +22,6 @@ import ctypes
 import difflib
 import functools
 import glob
-import logging
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -38,10 +37,6 @@ _UNKNOWN = re.compile(r'^No such configuration property: "([^"]+)"')
 _QUOTED = re.compile(r'"([^"]*)"')
 _MACHINE = "Failed to create"
 _BROKER_LISTS = ("bootstrap.servers", "metadata.broker.list")
-# The probe client logs nothing of its own: the real client reports the same warnings later.
-_SILENT = logging.getLogger("garmexport.kafka_keys.probe")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
 
 
 def check_kafka_settings(settings: Mapping[str, object], where: Mapping[str, str],
@@ -53,9 +48,12 @@ def check_kafka_settings(settings: Mapping[str, object], where: Mapping[str, str
     """
     from confluent_kafka import Consumer, KafkaException
 
+    from garmexport.kafka_signals import client_log_settings
+
     probe = {k: v for k, v in settings.items() if k not in _BROKER_LISTS}
     try:
-        Consumer({**probe, "logger": _SILENT}).close()
+        # quiet: the real client reports the same warnings when it starts
+        Consumer({**probe, **client_log_settings(quiet=True)}).close()
     except KafkaException as exc:
         refusal = _refusal(exc.args[0].str(), settings, where, env_var)
         if refusal is not None:

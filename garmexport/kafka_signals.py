@@ -8,10 +8,15 @@ message within ``REPEAT_WINDOW_S`` swallowed and counted (``suppressed=N`` on th
 of that message). The error and statistics callbacks feed :class:`BrokerLink`; its
 transitions become one ``broker_unreachable`` (WARNING, with the reason) and one
 ``broker_reachable`` event, and :attr:`KafkaSignals.problem` feeds readiness.
+
+Every other client garmexport creates (the tools' consumers, producer and admin clients)
+takes :func:`client_log_settings`: the same relay without the broker state, one per process,
+so the repeats of several short-lived clients are counted together.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -57,6 +62,24 @@ class _Relay:
         if swallowed:
             shown["suppressed"] = swallowed
         log_event(log, event, level=level, **shown)
+
+
+@functools.cache
+def _shared_relay() -> _Relay:
+    return _Relay(RepeatLimiter(REPEAT_WINDOW_S), time.monotonic)
+
+
+_DROPPED = logging.getLogger("garmexport.kafka.dropped")
+_DROPPED.addHandler(logging.NullHandler())
+_DROPPED.propagate = False
+
+
+def client_log_settings(quiet: bool = False) -> dict[str, object]:
+    """Settings to merge into a client garmexport creates outside the exporter's consumer:
+    its librdkafka lines become rate-limited ``kafka_log`` events, never raw stderr lines
+    (served by that client's polls, flushes and metadata calls). ``quiet``: drop them, for
+    a probe whose failure is reported by the one error it raises."""
+    return {"logger": _DROPPED if quiet else _shared_relay()}
 
 
 class KafkaSignals:
