@@ -21,6 +21,8 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from garmexport.naming import LABEL_PATTERN
+
 MiB = 1024 * 1024
 DAY_S = 24 * 3600
 
@@ -47,7 +49,7 @@ def _f(default: Any, doc: str, *, min: float | None = None, max: float | None = 
         "doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern})
 
 
-_NAME = r"[A-Za-z0-9._-]+"  # Kafka's topic alphabet: safe inside file names joined by '+'
+_NAME = LABEL_PATTERN  # Kafka's topic alphabet: safe inside file names joined by '+'
 
 
 class _Section:

@@ -38,7 +38,9 @@ DATA = "d"
 QUARANTINE = "q"
 KINDS = (DATA, QUARANTINE)
 
-_LABEL = r"[A-Za-z0-9._-]+"
+#: The one pattern of a label in a name (source, topic, origin, instance): never ``+``.
+LABEL_PATTERN = r"[A-Za-z0-9._-]+"
+_LABEL = LABEL_PATTERN
 _DATA_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+(\d{{5}})\+(\d{{20}})(?:\+({_LABEL}))?\.parquet$")
 _MARKER_RE = re.compile(rf"^m\+({_LABEL})\+(\d{{12}})\.json$")
 _INTENT_RE = re.compile(rf"^i\+({_LABEL})\+([dq])\+(\d{{4}}-\d{{2}}-\d{{2}})\+(\d{{20}})$")

@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from garmexport.naming import check_label
+from garmexport.naming import LABEL_PATTERN, check_label
 
 COMPACTION_DIR = "_compaction"
 COMPLETE = "_COMPLETE"
-_LABEL = r"[A-Za-z0-9._-]+"
+_LABEL = LABEL_PATTERN
 _COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.parquet$")
 _JOURNAL_RE = re.compile(r"^g(\d{6})\.json$")
 _STAGING_RE = re.compile(r"^g(\d{6})$")
