@@ -33,12 +33,7 @@ def publish_file(
     except PublishConflict:
         pass  # an earlier attempt at the same stretch left it: it names the same file
     path = chain_path(intent.origin, intent.kind, intent.day, name)
-    staged = storage.stage(data)
-    try:
-        storage.publish(staged, path)
-    except BaseException:
-        storage.discard(staged)
-        raise
+    storage.put_exclusive(path, data)  # stage, publish, discard on failure: one place
     return path
 
 

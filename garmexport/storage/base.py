@@ -91,7 +91,10 @@ class Storage(abc.ABC):
         """Remove temp files of any instance older than ``older_than_s``; return the count."""
 
     def put_exclusive(self, path: str, data: bytes) -> None:
-        """Stage and publish a small file (markers, intents); PublishConflict if it exists."""
+        """Stage and publish a file (data, markers, intents); PublishConflict if it exists.
+
+        The one sequence of stage, publish, and discard of the staged file on any failure.
+        """
         staged = self.stage(data)
         try:
             self.publish(staged, path)
