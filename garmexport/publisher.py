@@ -11,6 +11,8 @@ An empty file is never published.
 
 from __future__ import annotations
 
+from garmexport.commit_steps import INTENT
+from garmexport.crash_points import crash_point
 from garmexport.errors import PublishConflict
 from garmexport.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
 from garmexport.resume import Marker
@@ -32,6 +34,7 @@ def publish_file(
         storage.put_exclusive(f"{pdir}/{intent.format()}", b"")
     except PublishConflict:
         pass  # an earlier attempt at the same stretch left it: it names the same file
+    crash_point(INTENT)
     path = chain_path(intent.origin, intent.kind, intent.day, name)
     storage.put_exclusive(path, data)  # stage, publish, discard on failure: one place
     return path
