@@ -1,8 +1,8 @@
-"""The exporter's commit steps, named once (DESIGN.md 4.4).
+"""The exporter's commit steps, named once (DESIGN.md 4.3).
 
 A file commit and a marker round take these steps, in this order; each name is the point
 right *after* the step, where a crash leaves the store in a state the next start-up must
-resolve (DESIGN.md 4.6 says how). The crash points of the real exporter
+resolve (DESIGN.md 4.7 says how). The crash points of the real exporter
 (:func:`garmexport.crash_points.crash_point`) and the protocol model test use these names,
 so a step the code takes and the model does not (or the reverse) shows up as a name that
 only one side knows. Compaction's swap names its own steps (``compaction.swap.STEPS``).

@@ -35,7 +35,7 @@ _KAFKA_DERIVED = {"group.id": "source.group_id"}
 # Keys that once existed and are gone: an error that says why, not "unknown key".
 RETIRED = {
     ("protocol", "revoke_timeout_s"): "removed: the code never read it; a revoke drops the "
-    "partition's open files at once (DESIGN.md 4.7), there is nothing to wait for. Delete it",
+    "partition's open files at once (DESIGN.md 4.8), there is nothing to wait for. Delete it",
 }
 
 

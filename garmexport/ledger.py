@@ -13,7 +13,7 @@ reached. From those:
 
 W never goes below what the resume state said at assignment, and never decreases.
 Chains whose last published offset is above W are kept so that the next marker carries
-them (design.md 4.3: a restart needs them to skip exactly).
+them (DESIGN.md 4.5: a restart needs them to skip exactly).
 """
 
 from __future__ import annotations

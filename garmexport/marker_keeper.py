@@ -2,7 +2,7 @@
 
 A marker is written when it would say more than the last one (W moved, or a chain gained a
 file reaching past W) and either a file was published since the last marker (at most every
-``min_interval_s``) or the heartbeat period passed (design.md 4.4: idle types must not hold
+``min_interval_s``) or the heartbeat period passed (DESIGN.md 4.4: idle types must not hold
 the seek position back). After a marker is written, markers it dominates and intents it
 covers are deleted, except the ``keep - 1`` newest of those markers
 (``protocol.marker_keep``: 1 keeps only the new one): start-up then reads only a handful of

@@ -1,6 +1,6 @@
 """The one place that publishes: intents, data files and markers.
 
-Order of a file commit (design.md 4.3-4.5): write the intent (an empty file naming the
+Order of a file commit (DESIGN.md 4.3; fencing 4.8): write the intent (an empty file naming the
 chain and first offset), stage the bytes, publish them exclusively under the final name.
 The marker comes later, from the partition reader. A crash between any two steps leaves
 either nothing visible, or a published file that the intent lets the next start-up find.

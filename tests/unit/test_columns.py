@@ -128,7 +128,7 @@ def test_a_damaged_header_shared_by_many_records_makes_each_of_them_bad():
 
 
 def expected_value(field, value):
-    """What the wire-format rules say one field becomes in a row."""
+    """What docs/wire-format.md (section 3) says one field becomes in a row."""
     if field.is_repeated:
         return list(value) or None
     if field.type == field.TYPE_ENUM:
