@@ -4,7 +4,8 @@
 ``broker.new_topic()``); ``own_broker`` is a fresh process for one test, for tests that
 stop or restart the broker. ``seaweed`` is one real SeaweedFS (S3) server per session,
 shared by the storage conformance suite and the S3 end-to-end runs. Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
-``pytest -m "not spark"`` selects by what a test needs.
+``pytest -m "not spark"`` selects by what a test needs. Hypothesis runs the quick ``dev``
+profile locally and the thorough ``ci`` one when ``CI`` is set (``tests/hypothesis_profiles.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.broker import Broker, start_broker
+from tests.hypothesis_profiles import register
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
+
+HYPOTHESIS_PROFILE = register()  # before any test module states its examples
 
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
 

@@ -27,6 +27,7 @@ from garmexport.resume import (
     intents_to_check,
     merge_state,
 )
+from tests.hypothesis_profiles import examples
 
 ORIGINS = ("fs", "gc", "container")
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
@@ -215,7 +216,7 @@ events_st = st.lists(
 actions_st = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 50)), max_size=150)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(events=events_st, runs=st.lists(st.tuples(actions_st, st.integers(0, 200)), max_size=4),
        seed=st.integers(0, 2**16))
 def test_no_loss_no_duplicate_after_crashes_at_any_step(events, runs, seed):
@@ -229,7 +230,7 @@ def test_no_loss_no_duplicate_after_crashes_at_any_step(events, runs, seed):
     check_exact(store, events)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(events=events_st, actions=actions_st)
 def test_restart_resumes_at_or_after_every_marker_position(events, actions):
     """W only grows: a restart never seeks before the lowest W that a marker recorded."""
@@ -274,7 +275,7 @@ def test_the_jvm_exporter_hole_of_design_4_2_does_not_lose_late_events():
     check_exact(store, events)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(events=events_st, a=actions_st, b=actions_st, order=st.lists(st.booleans(), max_size=300),
        fuel=st.integers(0, 300))
 def test_two_owners_racing_from_the_same_state_stay_exact(events, a, b, order, fuel):
