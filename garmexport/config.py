@@ -188,9 +188,9 @@ DEFAULT_KAFKA: Mapping[str, object] = {
     "auto.offset.reset": "earliest",
     "session.timeout.ms": 10_000,
     "heartbeat.interval.ms": 1_000,
-    # Eager: a revoke hands back every partition at once, so the exporter commits or drops
-    # all its writers in one step and re-derives every assignment from the output; one
-    # rebalance round instead of cooperative-sticky's two.
+    # Eager: a revoke hands back every partition at once, so the exporter drops the open
+    # files of all its writers in one step and re-derives every assignment from the output;
+    # one rebalance round instead of cooperative-sticky's two.
     "partition.assignment.strategy": "range",
     "queued.max.messages.kbytes": 65_536,
     "fetch.max.bytes": 52_428_800,
