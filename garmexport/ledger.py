@@ -109,7 +109,7 @@ class PartitionLedger:
         return {origin: self.low(origin) for origin in sorted(self._origins)}
 
     def seek_position(self) -> int:
-        """min over origins of W + 1: where a restart right now would resume."""
+        """Where a restart right now would resume: the seek position (DESIGN.md 4.5)."""
         return min(self.lows().values(), default=self.processed) + 1
 
     def marker(self, written_at_ms: int) -> Marker:
