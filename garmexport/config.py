@@ -21,6 +21,8 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from garmexport.naming import LABEL_PATTERN
+
 MiB = 1024 * 1024
 DAY_S = 24 * 3600
 
@@ -49,7 +51,7 @@ def _f(default: Any, doc: str, *, min: float | None = None, max: float | None = 
         "fold_case": fold_case})
 
 
-_NAME = r"[A-Za-z0-9._-]+"  # Kafka's topic alphabet: safe inside file names joined by '+'
+_NAME = LABEL_PATTERN  # Kafka's topic alphabet: safe inside file names joined by '+'
 
 
 class _Section:
@@ -137,17 +139,19 @@ class WriterConfig(_Section):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class ProtocolConfig(_Section):
-    heartbeat_interval_s: float = _f(10.0, "seconds between heartbeat markers of idle "
-                                     "(type, partition) pairs", min=0)
-    marker_keep: int = _f(2, "newest markers kept per (type, partition); older ones are "
-                          "deleted", min=1)
-    event_time_past_days: float = _f(30.0, "events older than now minus this many days are "
-                                     "out of window", min=0)
-    event_time_future_s: float = _f(3600.0, "events newer than now plus this many seconds "
-                                    "are out of window", min=0)
+    heartbeat_interval_s: float = _f(10.0, "seconds after which a partition's marker is "
+                                     "rewritten when its watermarks moved but no file was "
+                                     "published (a rare type must not hold the restart "
+                                     "position back)", min=0)
+    marker_keep: int = _f(1, "markers kept per partition after a marker is written, the "
+                          "new one included; older markers it makes redundant are deleted",
+                          min=1)
+    event_time_past_days: float = _f(30.0, "events whose time is more than this many days "
+                                     "before their Kafka timestamp are out of window", min=0)
+    event_time_future_s: float = _f(3600.0, "events whose time is more than this many seconds "
+                                    "after their Kafka timestamp are out of window", min=0)
     out_of_window: str = _f("quarantine", "what happens to an out-of-window event",
                             choices=("quarantine", "clamp"))
-    revoke_timeout_s: float = _f(20.0, "seconds a revoke may take to commit open files", min=0)
     shutdown_timeout_s: float = _f(30.0, "seconds a clean shutdown may take", min=0)
 
 
@@ -225,9 +229,9 @@ DEFAULT_KAFKA: Mapping[str, object] = {
     "auto.offset.reset": "earliest",
     "session.timeout.ms": 10_000,
     "heartbeat.interval.ms": 1_000,
-    # Eager: a revoke hands back every partition at once, so the exporter commits or drops
-    # all its writers in one step and re-derives every assignment from the output; one
-    # rebalance round instead of cooperative-sticky's two.
+    # Eager: a revoke hands back every partition at once, so the exporter drops the open
+    # files of all its writers in one step and re-derives every assignment from the output;
+    # one rebalance round instead of cooperative-sticky's two.
     "partition.assignment.strategy": "range",
     "queued.max.messages.kbytes": 65_536,
     "fetch.max.bytes": 52_428_800,

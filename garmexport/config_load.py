@@ -33,6 +33,11 @@ _BOOLS = {"true": True, "1": True, "yes": True, "on": True,
           "false": False, "0": False, "no": False, "off": False}
 # librdkafka keys garmexport derives from its own keys: setting them twice would be ambiguous.
 _KAFKA_DERIVED = {"group.id": "source.group_id"}
+# Keys that once existed and are gone: an error that says why, not "unknown key".
+RETIRED = {
+    ("protocol", "revoke_timeout_s"): "removed: the code never read it; a revoke drops the "
+    "partition's open files at once (DESIGN.md 4.8), there is nothing to wait for. Delete it",
+}
 
 
 def env_name(section: str, key: str) -> str:
@@ -172,6 +177,8 @@ def _apply_file(path: str, values: dict[str, dict[str, object]],
         fields = _fields(section)
         for key, value in body.items():
             name = f"{section}.{key}"
+            if (section, key) in RETIRED:
+                raise _error(name, value, path, RETIRED[section, key])
             if key not in fields:
                 raise _error(name, value, path, "unknown key" + _did_you_mean(key, [*fields]))
             field, kind = fields[key]
@@ -186,6 +193,7 @@ def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
                kafka: dict[str, object], kafka_where: dict[str, str]) -> bool:
     """Apply every ``GARMEXPORT_*`` variable; True if any was a config key."""
     known = {env_name(s, k): (s, k) for s in SECTIONS for k in _fields(s)}
+    retired = {env_name(s, k): why for (s, k), why in RETIRED.items()}
     used = False
     for var in sorted(env):
         if not var.startswith(ENV_PREFIX) or var == CONFIG_PATH_ENV:
@@ -195,6 +203,8 @@ def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
         if rest.startswith("KAFKA_") and len(rest) > len("KAFKA_"):
             key = rest[len("KAFKA_"):].lower().replace("_", ".")
             kafka[key], kafka_where[key] = _kafka_value(key, text, where), where
+        elif var in retired:
+            raise ConfigError(f"{where}: {retired[var]}")
         elif var in known:
             section, key = known[var]
             field, kind = _fields(section)[key]

@@ -1,7 +1,7 @@
 """The event type registry: frame type marker -> what the body is and where it goes.
 
 Garmadon puts 20 kinds of events in one topic; the int32 marker at the start of each frame
-says which protobuf message the body is (``shared/wire-format.md``). This module is the one
+says which protobuf message the body is (``docs/wire-format.md``). This module is the one
 table that knows it, and the only importer of the generated ``garmexport._pb`` code: every
 other module reaches message classes through :data:`REGISTRY`.
 

@@ -44,7 +44,8 @@ def read_heads(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The heads of the frames that start at ``starts`` in ``data`` (bytes, each frame at
     least HEAD_SIZE long), as a structured array of :data:`HEAD_DTYPE`."""
     at = starts.astype(np.int64)[:, None] + _HEAD_BYTES
-    return data[at].view(HEAD_DTYPE).reshape(len(starts))
+    heads: np.ndarray = data[at].view(HEAD_DTYPE).reshape(len(starts))
+    return heads
 
 
 def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.BinaryArray]:

@@ -13,7 +13,7 @@ reached. From those:
 
 W never goes below what the resume state said at assignment, and never decreases.
 Chains whose last published offset is above W are kept so that the next marker carries
-them (design.md 4.3: a restart needs them to skip exactly).
+them (DESIGN.md 4.5: a restart needs them to skip exactly).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class PartitionLedger:
         return {origin: self.low(origin) for origin in sorted(self._origins)}
 
     def seek_position(self) -> int:
-        """min over origins of W + 1: where a restart right now would resume."""
+        """Where a restart right now would resume: the seek position (DESIGN.md 4.5)."""
         return min(self.lows().values(), default=self.processed) + 1
 
     def marker(self, written_at_ms: int) -> Marker:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from garmexport.commit_steps import INTENT_GC, MARKER, MARKER_GC
 from garmexport.config import Config
+from garmexport.crash_points import crash_point
 from garmexport.errors import StorageError
 from garmexport.flush import next_backoff_s
 from garmexport.ledger import PartitionLedger
@@ -23,7 +25,6 @@ from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
 from garmexport.metrics import Metrics
 from garmexport.naming import MarkerName, partition_dir
-from garmexport.origin_writer import crash_point
 from garmexport.publisher import write_marker
 from garmexport.storage.base import Storage
 
@@ -76,7 +77,7 @@ class MarkerWriter:
                 return
             self._failures = 0
             self.error = ""
-            crash_point("marker")
+            crash_point(MARKER)
             ledger.written(marker)
             self.metrics.marker_written(p, heartbeat)
             for origin, w in marker.low.items():
@@ -86,8 +87,10 @@ class MarkerWriter:
             try:
                 for n in old:
                     self.storage.delete(f"{pdir}/{n.format()}")
+                    crash_point(MARKER_GC)
                 for i in covered:
                     self.storage.delete(f"{pdir}/{i.format()}")
+                    crash_point(INTENT_GC)
             except StorageError:
                 continue  # garbage stays until the next marker; harmless
             keeper.deleted(old, covered)

@@ -172,7 +172,7 @@ class Metrics:
 
     def set_lag(self, topic: str, partition: int, high_watermark: int, position: int) -> None:
         """Lag in offsets: ``high_watermark`` (next offset the broker will write, as seen in
-        fetches) minus ``position`` (next offset a restart would read: min over types of W+1).
+        fetches) minus ``position`` (the seek position, DESIGN.md 4.5).
         Never negative: a stale watermark reads as 0, not as a credit."""
         self._lag.labels(topic, partition).set(max(0, high_watermark - position))
 

@@ -15,7 +15,9 @@ Invariants:
   of the same name fences one of them.
 - Offsets are zero-padded to 20 digits and partitions to 5, so name order is offset order.
 - ``+`` never occurs in a Kafka topic name (legal characters are ``[a-zA-Z0-9._-]``) nor in
-  our labels, so parsing is unambiguous. Parsers are total: a foreign name gives ``None``.
+  our labels, so parsing is unambiguous. Parsers are total: a foreign name gives ``None``;
+  a name parses only if formatting the result gives it back (ASCII digits, no trailing
+  newline).
 - Every bookkeeping name starts with ``_`` so Spark and Hive see data files only.
 
 A *chain* is the sequence of files of one (origin, kind, day) in one partition, where the
@@ -38,18 +40,21 @@ DATA = "d"
 QUARANTINE = "q"
 KINDS = (DATA, QUARANTINE)
 
-_LABEL = r"[A-Za-z0-9._-]+"
-_DATA_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+(\d{{5}})\+(\d{{20}})(?:\+({_LABEL}))?\.parquet$")
-_MARKER_RE = re.compile(rf"^m\+({_LABEL})\+(\d{{12}})\.json$")
-_INTENT_RE = re.compile(rf"^i\+({_LABEL})\+([dq])\+(\d{{4}}-\d{{2}}-\d{{2}})\+(\d{{20}})$")
-_LABEL_RE = re.compile(rf"^{_LABEL}$")
+#: The one pattern of a label in a name (source, topic, origin, instance): never ``+``.
+LABEL_PATTERN = r"[A-Za-z0-9._-]+"
+_LABEL = LABEL_PATTERN
+_DATA_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+(\d{{5}})\+(\d{{20}})(?:\+({_LABEL}))?\.parquet$", re.ASCII)
+_MARKER_RE = re.compile(rf"^m\+({_LABEL})\+(\d{{12}})\.json$", re.ASCII)
+_INTENT_RE = re.compile(rf"^i\+({_LABEL})\+([dq])\+(\d{{4}}-\d{{2}}-\d{{2}})\+(\d{{20}})$", re.ASCII)
+_LABEL_RE = re.compile(rf"^{_LABEL}$", re.ASCII)
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _EPOCH = _dt.date(1970, 1, 1)
 MS_PER_DAY = 86_400_000
 
 
 def check_label(value: str, what: str) -> str:
     """Return ``value`` if it may appear in a name; raise ValueError naming ``what``."""
-    if not _LABEL_RE.match(value):
+    if not _LABEL_RE.fullmatch(value):
         raise ValueError(f"{what} {value!r} may only hold letters, digits, '.', '_' and '-'")
     return value
 
@@ -89,7 +94,7 @@ class FileName:
     @staticmethod
     def parse(name: str) -> FileName | None:
         """The FileName of ``name``, or None for anything that is not ours."""
-        m = _DATA_RE.match(name)
+        m = _DATA_RE.fullmatch(name)
         if not m:
             return None
         return FileName(m[1], m[2], int(m[3]), int(m[4]), m[5])
@@ -123,7 +128,7 @@ class MarkerName:
 
     @staticmethod
     def parse(name: str) -> MarkerName | None:
-        m = _MARKER_RE.match(name)
+        m = _MARKER_RE.fullmatch(name)
         return MarkerName(m[1], int(m[2])) if m else None
 
 
@@ -141,7 +146,7 @@ class IntentName:
 
     @staticmethod
     def parse(name: str) -> IntentName | None:
-        m = _INTENT_RE.match(name)
+        m = _INTENT_RE.fullmatch(name)
         return IntentName(m[1], m[2], m[3], int(m[4])) if m else None
 
 
@@ -150,6 +155,8 @@ def parse_day_dir(name: str) -> str | None:
     if not name.startswith("day="):
         return None
     day = name[4:]
+    if not _DAY_RE.fullmatch(day):  # fromisoformat also takes week dates and more
+        return None
     try:
         _dt.date.fromisoformat(day)
     except ValueError:

@@ -1,7 +1,7 @@
 """``garmexport offsets set``: plan and write markers so that a deployment starts at given
 offsets.
 
-The exporter resumes a partition at min over origins of W + 1, merging markers by the
+The exporter resumes a partition at the seek position (DESIGN.md 4.5), merging markers by the
 maximum of every claim (:mod:`garmexport.resume`). To start a partition at offset O, a
 marker with W = O - 1 for every origin is written (:func:`plan_move`, pure; :func:`apply`,
 the I/O):

@@ -6,7 +6,7 @@ rows for the human table and the ``--json`` document. No I/O here.
 
 Per partition a row says:
 
-- ``seek``: where a restart resumes, min over origins of W + 1 (None: no marker yet, a
+- ``seek``: where a restart resumes, the seek position of DESIGN.md 4.5 (None: no marker, a
   first run starts at the configured ``source.start``);
 - ``low``: W per origin, every event of that origin at or below it is published;
 - ``days``: the last published offset of recent chains (origin, kind, day) that reach

@@ -1,6 +1,6 @@
 """The open files of one writer (one origin in one partition), without I/O.
 
-Invariants this module keeps (design.md 4.3):
+Invariants this module keeps (DESIGN.md 4.1):
 
 - at most one open file per chain (kind, day); a file leaves the set only to be published,
   so within a chain each file is committed before the next one opens;

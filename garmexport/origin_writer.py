@@ -15,7 +15,6 @@ writer forgets everything open and reports the fence.
 
 from __future__ import annotations
 
-import os
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
@@ -25,7 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from garmexport import columns, held_rows
+from garmexport.commit_steps import PUBLISH
 from garmexport.config import Config
+from garmexport.crash_points import crash_point
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.events import by_output
 from garmexport.flush import FlushLimits, next_backoff_s
@@ -39,24 +40,6 @@ from garmexport.publisher import publish_file
 from garmexport.quarantine import quarantine_table
 from garmexport.resume import OriginState
 from garmexport.storage.base import Storage
-
-
-#: TEST ONLY: ``<step>:<n>`` makes the process exit at once (os._exit(137), as a SIGKILL
-#: would) right after the n-th ``step`` in this process: ``publish`` (a data or quarantine
-#: file is final, no marker knows it yet) or ``marker`` (a marker is written, older markers
-#: and intents not yet deleted). The integration tests use it to crash at those points.
-CRASH_ENV = "TEST_GARMEXPORT_CRASH_AFTER"  # not GARMEXPORT_*: config rejects unknown ones
-_crash_step, _, _crash_n = os.environ.get(CRASH_ENV, "").partition(":")
-_crash_seen = 0
-
-
-def crash_point(step: str) -> None:
-    """TEST ONLY: exit the process if :data:`CRASH_ENV` asks for a crash after this step."""
-    global _crash_seen
-    if step == _crash_step:
-        _crash_seen += 1
-        if _crash_seen == int(_crash_n):
-            os._exit(137)
 
 
 @dataclass
@@ -284,7 +267,7 @@ class OriginWriter:
             tables = held_rows.tables(f.pieces)
             try:
                 path, nbytes = self._publish_one(f, tables)
-                crash_point("publish")
+                crash_point(PUBLISH)
             except PublishConflict as conflict:
                 self._fenced = conflict.path
                 self._halted = True

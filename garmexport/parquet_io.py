@@ -1,54 +1,20 @@
-"""Parquet bytes in memory, and the offsets a published file's footer records.
+"""Parquet bytes in memory, with the offsets a published file's footer records.
 
-Every data and quarantine file carries key-value metadata naming its Kafka origin, so a
-file can be traced back to Kafka and recovery can learn a file's last offset from its
-footer alone (the last 64 KiB of the file, never its data).
+Every data and quarantine file carries key-value metadata naming its Kafka origin
+(:class:`garmexport.footer.FileFacts`), so a file can be traced back to Kafka and recovery
+can learn a file's last offset from its footer alone (:func:`garmexport.footer.read_facts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FOOTER_TAIL_BYTES = 64 * 1024
-KEY_PREFIX = "garmexport."
+from garmexport.footer import FileFacts
 
-
-@dataclass(frozen=True)
-class FileFacts:
-    """What a published file says of itself in its footer."""
-
-    source: str
-    topic: str
-    partition: int
-    first_offset: int
-    last_offset: int
-    rows: int
-
-    def metadata(self) -> dict[bytes, bytes]:
-        return {
-            (KEY_PREFIX + k).encode(): str(v).encode()
-            for k, v in (
-                ("source", self.source), ("topic", self.topic), ("partition", self.partition),
-                ("first_offset", self.first_offset), ("last_offset", self.last_offset),
-                ("rows", self.rows),
-            )
-        }
-
-    @staticmethod
-    def from_metadata(meta: Mapping[bytes, bytes] | None) -> FileFacts:
-        """Raises ValueError when the metadata is not ours."""
-        meta = meta or {}
-        try:
-            get = lambda k: meta[(KEY_PREFIX + k).encode()].decode()  # noqa: E731
-            return FileFacts(get("source"), get("topic"), int(get("partition")),
-                             int(get("first_offset")), int(get("last_offset")), int(get("rows")))
-        except KeyError as exc:
-            raise ValueError(f"no garmexport metadata {exc}") from None
-
+__all__ = ["UNIQUE_COLUMNS", "FileFacts", "to_parquet_bytes"]
 
 #: Columns whose values are (nearly) all distinct within a file: Kafka offsets rise by one
 #: per row and event times rarely repeat, so a dictionary as large as the column costs
@@ -66,14 +32,3 @@ def to_parquet_bytes(tables: Sequence[pa.Table], facts: FileFacts, compression: 
                    use_dictionary=dictionary)
     return sink.getvalue().to_pybytes()
 
-
-def facts_from_tail(tail: bytes) -> FileFacts:
-    """The FileFacts in the footer of a Parquet file whose last bytes are ``tail``.
-
-    Raises ValueError if the tail does not hold a whole footer or the metadata is not ours.
-    """
-    try:
-        meta = pq.read_metadata(pa.BufferReader(tail))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ValueError(f"unreadable Parquet footer: {exc}") from None
-    return FileFacts.from_metadata(meta.metadata)

@@ -1,6 +1,6 @@
 """The one place that publishes: intents, data files and markers.
 
-Order of a file commit (design.md 4.3-4.5): write the intent (an empty file naming the
+Order of a file commit (DESIGN.md 4.3; fencing 4.8): write the intent (an empty file naming the
 chain and first offset), stage the bytes, publish them exclusively under the final name.
 The marker comes later, from the partition reader. A crash between any two steps leaves
 either nothing visible, or a published file that the intent lets the next start-up find.
@@ -11,10 +11,12 @@ An empty file is never published.
 
 from __future__ import annotations
 
-from garmexport.errors import PublishConflict, StorageError
+from garmexport.commit_steps import INTENT
+from garmexport.crash_points import crash_point
+from garmexport.errors import PublishConflict
 from garmexport.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
 from garmexport.resume import Marker
-from garmexport.storage.base import Staged, Storage
+from garmexport.storage.base import Storage
 
 
 def publish_file(
@@ -32,24 +34,10 @@ def publish_file(
         storage.put_exclusive(f"{pdir}/{intent.format()}", b"")
     except PublishConflict:
         pass  # an earlier attempt at the same stretch left it: it names the same file
+    crash_point(INTENT)
     path = chain_path(intent.origin, intent.kind, intent.day, name)
-    staged = storage.stage(data)
-    try:
-        storage.publish(staged, path)
-    except BaseException:
-        discard_quietly(storage, staged)
-        raise
+    storage.put_exclusive(path, data)  # stage, publish, discard on failure: one place
     return path
-
-
-def discard_quietly(storage: Storage, staged: Staged) -> None:
-    """Remove a staged file after a failed publish, keeping the publish's error: a store
-    that refused the publish often refuses the clean-up too, and the temp file is left to
-    ``gc_temp``."""
-    try:
-        storage.discard(staged)
-    except StorageError:
-        pass
 
 
 def write_marker(

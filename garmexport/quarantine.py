@@ -1,6 +1,6 @@
 """Records that cannot be exported, kept whole with their Kafka coordinates and reason.
 
-A quarantined record is held, not lost (design.md 5): the raw value, key and Kafka
+A quarantined record is held, not lost (DESIGN.md 5): the raw value, key and Kafka
 coordinates go to ``_quarantine/day=<day of the Kafka timestamp>/`` through the same
 commit protocol as data. The day comes from the Kafka timestamp because a bad record may
 have no readable event time, and it must be the same on every replay (a chain's day must

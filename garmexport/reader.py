@@ -120,7 +120,8 @@ class Reader:
         self._epoch += 1
         ledger = PartitionLedger.start(rec.state, ORIGINS, -1 if seek is None else seek)
         keeper = MarkerKeeper(1.0, self.cfg.protocol.heartbeat_interval_s,
-                              markers=dict(rec.markers), intents=set(rec.intents))
+                              markers=dict(rec.markers), intents=set(rec.intents),
+                              keep=self.cfg.protocol.marker_keep)
         lows = {o: rec.state.low_of(o) for o in ORIGINS}
         a = _Assigned(self._epoch, ledger, lows, keeper,
                       PositionTimes.start(rec.markers.values(), self._wall_ms()))

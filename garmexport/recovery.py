@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from garmexport.errors import ProtocolViolation
+from garmexport.footer import read_facts
 from garmexport.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
-from garmexport.parquet_io import FOOTER_TAIL_BYTES, facts_from_tail
 from garmexport.resume import Marker, PartitionState, intents_to_check, merge_state
 from garmexport.storage.base import Storage
 
@@ -49,11 +49,9 @@ def read_partition_state(
         name = FileName(source, topic, partition, intent.first_offset, origin)
         path = chain_path(intent.origin, intent.kind, intent.day, name)
         try:
-            tail, _ = storage.read_tail(path, FOOTER_TAIL_BYTES)
+            facts = read_facts(storage, path)
         except FileNotFoundError:
             continue  # the publish never happened (crash, or a fenced loser)
-        try:
-            facts = facts_from_tail(tail)
         except ValueError as exc:
             raise ProtocolViolation(f"{storage.uri}/{path}: {exc}") from None
         published.append((intent, facts.last_offset))

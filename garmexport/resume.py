@@ -1,6 +1,6 @@
 """Restart as a pure function: from what the output holds to where to resume.
 
-Vocabulary (design.md 4.3, in our words):
+Vocabulary (DESIGN.md 2 and 4.5):
 
 - an *origin* is a writer of one partition: an exported type's output name, or
   ``_frame`` for records that could not be routed to a type;
@@ -14,7 +14,8 @@ Vocabulary (design.md 4.3, in our words):
 Given the markers of a partition and the footers of the files its intents name, the
 resume state is exact:
 
-- seek to ``min(low) + 1`` (no marker at all: the configured first-run position);
+- seek to ``min(low) + 1`` (no marker at all: the configured first-run position): the
+  protocol's one off-by-one, W inclusive and a Kafka seek exclusive (DESIGN.md 4.5);
 - skip an event if ``offset <= low[origin]`` or ``offset <= last[its chain]``.
 
 Merging takes the maximum of every claim, because every claim in a marker is a fact that
@@ -102,7 +103,8 @@ class PartitionState:
     has_marker: bool = False
 
     def seek(self) -> int | None:
-        """Offset to resume at, or None when no marker exists (use the configured start)."""
+        """Offset to resume at, W + 1 (DESIGN.md 4.5), or None when no marker exists (use
+        the configured start)."""
         if not self.has_marker or not self.low:
             return None
         return min(self.low.values()) + 1

@@ -4,8 +4,10 @@
 ``broker.new_topic()``); ``own_broker`` is a fresh process for one test, for tests that
 stop or restart the broker. ``seaweed`` is one real SeaweedFS (S3) server per session,
 shared by the storage conformance suite and the S3 end-to-end runs. ``pushgateway`` is a
-real Prometheus Pushgateway per test (compaction reports). Tests under ``tests/<tier>/`` get the ``<tier>`` marker, so
-``pytest -m "not spark"`` selects by what a test needs.
+real Prometheus Pushgateway per test (compaction reports). Tests under ``tests/<tier>/`` get
+the ``<tier>`` marker, so ``pytest -m "not spark"`` selects by what a test needs. Hypothesis
+runs the quick ``dev`` profile locally and the thorough ``ci`` one when ``CI`` is set
+(``tests/hypothesis_profiles.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.broker import Broker, start_broker
+from tests.hypothesis_profiles import register
 from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
+
+HYPOTHESIS_PROFILE = register()  # before any test module states its examples
 
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
 

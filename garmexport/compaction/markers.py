@@ -14,7 +14,6 @@ publishes markers whole, so it is a foreign file.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,12 +45,12 @@ def merge_partition(docs: list[bytes]) -> tuple[dict[str, int], PartitionProgres
     event_ms: list[int] = []
     for data in docs:
         try:
-            markers.append(Marker.from_json(data))
-            extra = json.loads(data).get("low_event_ms")
+            marker = Marker.from_json(data)  # the exporter's own parser, the one there is
         except ValueError:
             continue
-        if isinstance(extra, int):
-            event_ms.append(extra)
+        markers.append(marker)
+        if marker.low_event_ms is not None:
+            event_ms.append(marker.low_event_ms)
     if not markers:
         return None
     progress = PartitionProgress(max(event_ms) if event_ms else None,

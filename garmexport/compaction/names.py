@@ -23,14 +23,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from garmexport.naming import check_label
+from garmexport.naming import LABEL_PATTERN, check_label
 
 COMPACTION_DIR = "_compaction"
 COMPLETE = "_COMPLETE"
-_LABEL = r"[A-Za-z0-9._-]+"
-_COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.parquet$")
-_JOURNAL_RE = re.compile(r"^g(\d{6})\.json$")
-_STAGING_RE = re.compile(r"^g(\d{6})$")
+_LABEL = LABEL_PATTERN
+_COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.parquet$", re.ASCII)
+_JOURNAL_RE = re.compile(r"^g(\d{6})\.json$", re.ASCII)
+_STAGING_RE = re.compile(r"^g(\d{6})$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -58,7 +58,7 @@ class CompactedName:
     @staticmethod
     def parse(name: str) -> CompactedName | None:
         """The CompactedName of ``name``; None for anything else, hidden names included."""
-        m = _COMPACTED_RE.match(name) if name[:1] not in ("_", ".") else None
+        m = _COMPACTED_RE.fullmatch(name) if name[:1] not in ("_", ".") else None
         return CompactedName(m[1], m[2], int(m[3]), int(m[4])) if m else None
 
 
@@ -86,11 +86,11 @@ def staging_path(output: str, day: str, generation: int) -> str:
 
 def parse_journal(name: str) -> int | None:
     """Generation of a journal file name, or None."""
-    m = _JOURNAL_RE.match(name)
+    m = _JOURNAL_RE.fullmatch(name)
     return int(m[1]) if m else None
 
 
 def parse_staging(name: str) -> int | None:
     """Generation of a staging directory name, or None."""
-    m = _STAGING_RE.match(name)
+    m = _STAGING_RE.fullmatch(name)
     return int(m[1]) if m else None

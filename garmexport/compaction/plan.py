@@ -5,7 +5,7 @@ W(type, partition) of every (source, topic, partition) from the markers, the gen
 write, the target size. Output: a :class:`DayPlan` naming every compacted output, its inputs
 and their Kafka offset ranges, and the files left alone with the reason.
 
-Invariants (the safety rule, design.md 6 and 4.3):
+Invariants (the safety rule, DESIGN.md 6 and 4.5):
 
 - A raw file is folded only if every range in it ends at or below W of its (source, topic,
   partition) for this output: the exporter then never re-exports those offsets (it skips

@@ -11,17 +11,12 @@ is reported in ``problems`` and left out of the plan (left alone, never deleted)
 from __future__ import annotations
 
 import json
-import struct
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
 from garmexport.compaction.plan import InputFile, Range
+from garmexport.footer import FileFacts, read_footer
 from garmexport.naming import FileName, parse_day_dir
-
-_TAIL = 64 * 1024
 
 
 def list_days(fs: FileOps, output: str) -> list[str]:
@@ -35,26 +30,13 @@ def list_outputs(fs: FileOps) -> list[str]:
     return sorted(e.name for e in fs.list("") if e.is_dir and e.name[0] not in "_.")
 
 
-def footer(fs: FileOps, path: str) -> pq.FileMetaData:
-    """The Parquet footer of ``path`` from a tail read (ValueError if not Parquet)."""
-    tail, size = fs.read_tail(path, _TAIL)
-    if len(tail) < 12 or tail[-4:] != b"PAR1":
-        raise ValueError(f"{path} is not a Parquet file")
-    (flen,) = struct.unpack("<i", tail[-8:-4])
-    if flen + 8 > len(tail):
-        tail, size = fs.read_tail(path, flen + 8)
-    # read_metadata needs a whole "file": magic + footer + length + magic is enough.
-    return pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(flen + 8):]))
-
-
 def _raw_input(fs: FileOps, path: str, name: FileName, size: int) -> InputFile:
-    meta = footer(fs, path)
-    kv = {k.decode(): v.decode() for k, v in (meta.metadata or {}).items()}
+    meta = read_footer(fs, path)
     try:
-        r = Range(int(kv["garmexport.partition"]), int(kv["garmexport.first_offset"]),
-                  int(kv["garmexport.last_offset"]), int(kv["garmexport.rows"]))
-    except KeyError as exc:
-        raise ValueError(f"{path}: footer lacks {exc}") from None
+        facts = FileFacts.from_metadata(meta.metadata)
+    except ValueError as exc:
+        raise ValueError(f"{path}: footer has {exc}") from None
+    r = Range(facts.partition, facts.first_offset, facts.last_offset, facts.rows)
     if (r.partition, r.first_offset) != (name.partition, name.first_offset):
         raise ValueError(f"{path}: footer says partition {r.partition} first offset "
                          f"{r.first_offset}, the name disagrees")

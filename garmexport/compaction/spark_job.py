@@ -25,8 +25,8 @@ from garmexport.compaction import spark_logs
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import day_dir
 from garmexport.compaction.plan import DayPlan
-from garmexport.compaction.scan import footer
 from garmexport.errors import ProtocolViolation
+from garmexport.footer import read_footer
 
 _PART_RE = re.compile(r"^part-(\d{5})-.*\.parquet$")
 
@@ -104,7 +104,7 @@ def write_outputs(spark: Any, fs: FileOps, plan: DayPlan, staging: str, codec: s
             staged = list(pool.map(lambda kg: _write_one(spark, fs, kg[1], schema, sort, codec,
                                                          staging, kg[0]), enumerate(groups)))
         for (path, _), out in zip(staged, plan.outputs):
-            rows = footer(fs, path).num_rows
+            rows = read_footer(fs, path).num_rows
             if rows != out.rows:
                 raise ProtocolViolation(f"{path} holds {rows} rows, {out.name.format()} "
                                         f"should hold {out.rows}")

@@ -23,6 +23,8 @@ import abc
 from dataclasses import dataclass
 
 from garmexport.errors import StorageError
+from garmexport.naming import TMP_DIR
+from garmexport.storage import paths
 
 
 @dataclass(frozen=True)
@@ -88,12 +90,41 @@ class Storage(abc.ABC):
     def delete(self, path: str) -> None:
         """Remove file ``path``; missing is fine."""
 
-    @abc.abstractmethod
     def gc_temp(self, older_than_s: float, now_s: float) -> int:
-        """Remove temp files of any instance older than ``older_than_s``; return the count."""
+        """Remove temp files of any instance older than ``older_than_s``; return the count.
+
+        An instance's temp directory goes too once it is older than the cut and held only
+        old names; its removal is non-recursive, so a directory refilled since the listing
+        stays (``stage`` recreates a removed one). The one implementation, over ``list``,
+        :meth:`_remove_temp` and :meth:`_remove_empty_dir`.
+        """
+        cut = now_s - older_than_s
+        removed = 0
+        for inst in self.list(TMP_DIR):
+            if not inst.is_dir:
+                continue
+            d = paths.join(TMP_DIR, inst.name)
+            entries = self.list(d)
+            for e in entries:
+                if not e.is_dir and e.mtime_s < cut:
+                    removed += self._remove_temp(paths.join(d, e.name))
+            if inst.mtime_s < cut and all(e.mtime_s < cut for e in entries):
+                self._remove_empty_dir(d)
+        return removed
+
+    def _remove_temp(self, path: str) -> bool:
+        """Remove temp file ``path``; whether it was there (for ``gc_temp``)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no temp files")
+
+    def _remove_empty_dir(self, path: str) -> None:
+        """Remove directory ``path`` if it is empty; otherwise, or on failure, leave it."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no temp directories")
 
     def put_exclusive(self, path: str, data: bytes) -> None:
-        """Stage and publish a small file (markers, intents); PublishConflict if it exists."""
+        """Stage and publish a file (data, markers, intents); PublishConflict if it exists.
+
+        The one sequence of stage, publish, and discard of the staged file on any failure.
+        """
         staged = self.stage(data)
         try:
             self.publish(staged, path)

@@ -30,7 +30,6 @@ import os
 from pathlib import Path
 
 from garmexport.errors import PublishConflict, StorageError
-from garmexport.naming import TMP_DIR
 from garmexport.storage import paths
 from garmexport.storage.base import Entry, Staged, Storage
 
@@ -226,23 +225,14 @@ class LocalStorage(Storage):
         except OSError as exc:
             raise StorageError(f"cannot delete {path}: {exc}") from exc
 
-    def gc_temp(self, older_than_s: float, now_s: float) -> int:
-        """Remove temp files (and then-empty instance dirs) with mtime before the cut."""
-        cut = now_s - older_than_s
-        removed = 0
-        for inst in self.list(TMP_DIR):
-            if not inst.is_dir:
-                continue
-            d = paths.join(TMP_DIR, inst.name)
-            for e in self.list(d):
-                if not e.is_dir and e.mtime_s < cut and self._unlink_quietly(self._abs(paths.join(d, e.name))):
-                    removed += 1
-            if inst.mtime_s < cut:
-                try:
-                    os.rmdir(self._abs(d))  # only if empty; stage recreates it
-                except OSError:
-                    pass
-        return removed
+    def _remove_temp(self, path: str) -> bool:
+        return self._unlink_quietly(self._abs(path))
+
+    def _remove_empty_dir(self, path: str) -> None:
+        try:
+            os.rmdir(self._abs(path))  # only if empty; stage recreates it
+        except OSError:
+            pass
 
     @staticmethod
     def _unlink_quietly(full: str) -> bool:

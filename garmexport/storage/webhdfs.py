@@ -45,7 +45,6 @@ from hdfs import Client, HdfsError, InsecureClient
 
 from garmexport import extras
 from garmexport.errors import ConfigError, PublishConflict, StorageError
-from garmexport.naming import TMP_DIR
 from garmexport.storage import paths
 from garmexport.storage.base import Entry, Staged, Storage
 from garmexport.storage.kerberos import SpnegoAuth, TicketKeeper
@@ -226,22 +225,12 @@ class WebHdfsStorage(Storage):
         if res.status_code >= 400 and res.status_code != 404:
             log.warning("could not remove %s (gc_temp will): %s", full, _remote_message(res))
 
-    def gc_temp(self, older_than_s: float, now_s: float) -> int:
-        cut = now_s - older_than_s
-        removed = 0
-        for inst in self.list(TMP_DIR):
-            if not inst.is_dir:
-                continue
-            d = paths.join(TMP_DIR, inst.name)
-            entries = self.list(d)
-            for e in entries:
-                if not e.is_dir and e.mtime_s < cut:
-                    res = self._call(self._client._delete, self._abs(paths.join(d, e.name)),
-                                     recursive="false")
-                    removed += bool(res.json().get("boolean"))
-            if inst.mtime_s < cut and all(e.mtime_s < cut for e in entries):
-                self._delete_quietly(self._abs(d))  # non-recursive: fails if refilled
-        return removed
+    def _remove_temp(self, path: str) -> bool:
+        res = self._call(self._client._delete, self._abs(path), recursive="false")
+        return bool(res.json().get("boolean"))
+
+    def _remove_empty_dir(self, path: str) -> None:
+        self._delete_quietly(self._abs(path))  # non-recursive: fails if refilled
 
     def close(self) -> None:
         self._client._session.close()

@@ -1,4 +1,4 @@
-"""A rare type must not hold the restart position back (design.md 4.4, heartbeats).
+"""A rare type must not hold the restart position back (DESIGN.md 4.4, heartbeats).
 
 Each partition starts with one FLINK_KAFKA_CONSUMER_EVENT and then holds only FS and GC
 events. Without heartbeat markers the rare type's W would stay at its first offset and

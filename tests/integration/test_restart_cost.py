@@ -1,4 +1,4 @@
-"""Start-up cost must not grow with history (design.md 4.3).
+"""Start-up cost must not grow with history (DESIGN.md 4.5).
 
 Synthetic outputs with 1, 30 and 365 days of data files for every exported type in 4
 partitions (one small Parquet file per type, partition and day, with correct names and

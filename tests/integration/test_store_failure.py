@@ -1,8 +1,8 @@
 """The store fails for a while, then recovers: pause, do not spin, do not die, lose nothing.
 
 The output root is the WebHDFS test double (``tests/webhdfs_server.py``), made to answer
-every request with 503 for 20 s while records keep arriving. Expected (design.md
-4.6): the exporter pauses its partitions (``paused`` logged), readiness answers 503, the
+every request with 503 for 20 s while records keep arriving. Expected (DESIGN.md
+4.9): the exporter pauses its partitions (``paused`` logged), readiness answers 503, the
 process neither exits nor burns a core retrying; once the store answers again it resumes,
 readiness is back to 200, and every record ends up in the output exactly once.
 """

@@ -15,6 +15,7 @@ from garmexport.columns import decode_batch, schema_for
 from garmexport.events import EXPORTED, HEADER, REGISTRY
 from garmexport.frames import Reason, encode
 from tests import strategies as gs
+from tests.hypothesis_profiles import examples
 
 TRAILER = ["timestamp", "kafka_partition", "kafka_offset"]
 JVM = REGISTRY[1001]
@@ -70,7 +71,7 @@ def test_column_types_follow_the_protobuf_types():
 
 
 @per_type
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_native_and_reference_decoders_agree_on_valid_frames(event_type, data):
     events = data.draw(st.lists(gs.frames(event_type), max_size=8))
@@ -82,7 +83,7 @@ def test_native_and_reference_decoders_agree_on_valid_frames(event_type, data):
 
 
 @per_type
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_native_and_reference_decoders_agree_on_damaged_frames(event_type, data):
     values = data.draw(st.lists(gs.mutated_frames(event_type), max_size=40))
@@ -94,7 +95,7 @@ def test_native_and_reference_decoders_agree_on_damaged_frames(event_type, data)
 
 
 @per_type
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_native_and_reference_decoders_agree_when_records_share_a_few_headers(event_type, data):
     """A batch repeats the headers of a few JVMs (the native decoder parses each once);
@@ -128,7 +129,7 @@ def test_a_damaged_header_shared_by_many_records_makes_each_of_them_bad():
 
 
 def expected_value(field, value):
-    """What the wire-format rules say one field becomes in a row."""
+    """What docs/wire-format.md (section 3) says one field becomes in a row."""
     if field.is_repeated:
         return list(value) or None
     if field.type == field.TYPE_ENUM:
@@ -144,7 +145,7 @@ def expected_value(field, value):
 
 
 @per_type
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_encoded_event_round_trips_to_a_row_with_defaults_as_null(event_type, data):
     marker, stamp, header, body = data.draw(gs.frames(event_type))

@@ -109,6 +109,7 @@ def test_every_key_has_an_environment_variable(section, key):
     ("writer = 3\n", "writer = 3 .*must be a table"),
     ("[kafka]\n\"group.id\" = \"g\"\n", "kafka.group.id = 'g' .*source.group_id"),
     ("[writer\n", "not valid TOML"),
+    ("[protocol]\nrevoke_timeout_s = 20.0\n", "protocol.revoke_timeout_s = 20.0 .*removed: .*drops"),
 ])
 def test_file_errors_name_the_key_the_value_and_the_file(tmp_path, text, problem):
     path = write(tmp_path, text)
@@ -126,6 +127,7 @@ def test_file_errors_name_the_key_the_value_and_the_file(tmp_path, text, problem
     ("GARMEXPORT_LOG_LEVEL", "infos", "log.level = 'infos' .*did you mean 'INFO'"),
     ("GARMEXPORT_WRITTER_MAX_FILE_AGE_S", "3", "unknown .*'GARMEXPORT_WRITER_MAX_FILE_AGE_S'"),
     ("GARMEXPORT_KAFKA_GROUP_ID", "g", "kafka.group.id = 'g' .*source.group_id"),
+    ("GARMEXPORT_PROTOCOL_REVOKE_TIMEOUT_S", "20", "removed: .*drops"),
 ])
 def test_environment_errors_name_the_key_the_value_and_the_variable(var, text, problem):
     with pytest.raises(ConfigError) as caught:

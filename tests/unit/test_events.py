@@ -7,7 +7,7 @@ import pytest
 from garmexport import events
 from garmexport.events import EXPORTED, REGISTRY, by_output
 
-# marker -> (name, body message full name, output) as in shared/wire-format.md
+# marker -> (name, body message full name, output) as in docs/wire-format.md, section 2
 WIRE_FORMAT = {
     0: ("PATH_EVENT", "garmexport.PathEvent", None),
     1: ("FS_EVENT", "garmexport.FsEvent", "fs"),
@@ -95,3 +95,19 @@ def test_header_has_the_wire_format_fields_in_tag_order():
         ("executor_id", 11), ("tags", 12), ("id", 13), ("main_class", 14),
         ("java_version", 15), ("java_feature", 16), ("framework_version", 17),
     ]  # fmt: skip
+
+
+def test_the_docs_event_table_is_the_registry():
+    """docs/wire-format.md section 2 says what the code does: same markers, names, outputs."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "wire-format.md").read_text()
+    section = text.split("## 2. Event types", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| (\w+) \| (\w+) \((\w+)\) \| (.+?) \|$", section, re.M)
+    documented = {int(m): (name, f"{message} ({proto})", out.strip("`") if "`" in out else None)
+                  for m, name, message, proto, out in rows}
+    coded = {m: (t.name, f"{t.message.DESCRIPTOR.name} "
+                         f"({t.message.DESCRIPTOR.file.name.removesuffix('.proto')})",
+                 t.output) for m, t in REGISTRY.items()}
+    assert documented == coded

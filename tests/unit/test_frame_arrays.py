@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from garmexport import frame_arrays, frames
+from tests.hypothesis_profiles import examples
 
 frame_parts = st.tuples(
     st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1),
@@ -20,7 +21,7 @@ def frame(marker: int, stamp: int, header: bytes, body: bytes) -> bytes:
     return struct.pack(">iqii", marker, stamp, len(header), len(body)) + header + body
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(parts=st.lists(frame_parts, min_size=1, max_size=40), skip=st.integers(0, 3))
 def test_split_cuts_every_frame_into_its_time_header_and_body(parts, skip):
     values = [b"padding " * 3] * skip + [frame(*p) for p in parts]

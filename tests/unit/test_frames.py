@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from garmexport.events import EXPORTED, HEADER, REGISTRY
 from garmexport.frames import HEAD_SIZE, DecodeFailure, Frame, Reason, decode, encode, read_head
 from tests import strategies as gs
+from tests.hypothesis_profiles import examples
 
 
 def hand_built(marker: int, timestamp_ms: int, header: bytes, body: bytes) -> bytes:
@@ -20,7 +21,7 @@ def hand_built(marker: int, timestamp_ms: int, header: bytes, body: bytes) -> by
 
 
 @pytest.mark.parametrize("event_type", EXPORTED, ids=lambda t: t.name)
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_encoded_frame_is_byte_identical_to_a_hand_built_one(event_type, data):
     marker, stamp, header, body = data.draw(gs.frames(event_type))
@@ -37,7 +38,7 @@ def test_head_layout_is_marker_timestamp_header_length_body_length_big_endian():
 
 
 @pytest.mark.parametrize("event_type", EXPORTED, ids=lambda t: t.name)
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(data=st.data())
 def test_decode_returns_the_messages_that_were_encoded(event_type, data):
     marker, stamp, header, body = data.draw(gs.frames(event_type))

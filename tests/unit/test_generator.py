@@ -21,6 +21,7 @@ from garmexport.generator import (
     generate,
     parse_mix,
 )
+from tests.hypothesis_profiles import examples
 
 NOW = int(datetime.datetime(2026, 11, 3, 13, tzinfo=datetime.timezone.utc).timestamp() * 1000)
 NAMES = {t.name for t in REGISTRY.values()}
@@ -40,7 +41,7 @@ def test_the_same_seed_gives_the_same_records_and_another_seed_does_not():
     assert [r.value for r in generate(spec, 200)] != [r.value for r in generate(other, 200)]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**32), bad_share=st.sampled_from([0.0, 0.1, 1.0]),
        late_share=st.sampled_from([0.0, 0.5]), partitions=st.integers(1, 6))
 def test_every_record_decodes_to_exactly_its_label(seed, bad_share, late_share, partitions):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from garmexport import held_rows
 from garmexport.held_rows import NODE_OVERHEAD_BYTES, PACK_BELOW_BYTES, Packed, held_bytes, keep, tables
 from garmexport.quarantine import quarantine_table
+from tests.hypothesis_profiles import examples
 
 SCHEMA = pa.schema([
     ("s", pa.string()), ("tags", pa.list_(pa.field("item", pa.string(), nullable=False))),
@@ -28,7 +29,7 @@ def _table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist([{**r, "kafka_offset": i} for i, r in enumerate(rows)], SCHEMA)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_row, min_size=1, max_size=40), st.data())
 def test_a_kept_slice_comes_back_equal(rows, data):
     table = _table(rows)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from garmexport.commit_steps import INTENT, INTENT_GC, MARKER, MARKER_GC, PUBLISH, STEPS
 from garmexport.ledger import PartitionLedger
 from garmexport.naming import IntentName
 from garmexport.open_files import OpenFiles
@@ -26,6 +27,7 @@ from garmexport.resume import (
     intents_to_check,
     merge_state,
 )
+from tests.hypothesis_profiles import examples
 
 ORIGINS = ("fs", "gc", "container")
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
@@ -79,8 +81,13 @@ class Exporter:
         self.pending: list[tuple[str, list[Event], int]] = []  # batches in flight to writers
         self.reports: list[tuple[str, dict]] = []  # writer reports in flight to the reader
         self.upto = {o: self.pos - 1 for o in ORIGINS}
+        self.steps_taken: set[str] = set()
 
-    def step(self) -> None:
+    def step(self, after: str | None = None) -> None:
+        """A point where the process may die; ``after`` names the commit step just taken."""
+        if after is not None:
+            assert after in STEPS, after
+            self.steps_taken.add(after)
         if self.fuel is not None:
             if self.fuel <= 0:
                 raise Crash
@@ -131,11 +138,11 @@ class Exporter:
         intent = IntentName(origin, "d", f.day, f.first_offset)
         self.step()
         self.store.intents.add(intent)
-        self.step()
+        self.step(after=INTENT)
         won = self.store.publish((origin, f.day, f.first_offset), tuple(f.pieces))  # type: ignore[arg-type]
         if not won:
             raise Fenced
-        self.step()
+        self.step(after=PUBLISH)
         w.published(key)
         self.reports.append((origin, dict(
             handled=0, upto=self.upto[origin], open_first=w.open_first(),
@@ -148,14 +155,18 @@ class Exporter:
         self.store.marker_seq += 1
         self.store.markers[self.store.marker_seq] = marker
         self.ledger.written(marker)
+        last = MARKER
         for seq, old in list(self.store.markers.items()):
             if seq != self.store.marker_seq and dominates(marker, old):
-                self.step()
+                self.step(after=last)
                 del self.store.markers[seq]
+                last = MARKER_GC
         for intent in sorted(self.store.intents):
             if intent_is_covered(marker, intent):
-                self.step()
+                self.step(after=last)
                 self.store.intents.discard(intent)
+                last = INTENT_GC
+        self.steps_taken.add(last)  # the next action's crash point follows the last step
 
     def run(self, actions: list[tuple[int, int]]) -> None:
         for kind, arg in actions:
@@ -205,7 +216,7 @@ events_st = st.lists(
 actions_st = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 50)), max_size=150)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(events=events_st, runs=st.lists(st.tuples(actions_st, st.integers(0, 200)), max_size=4),
        seed=st.integers(0, 2**16))
 def test_no_loss_no_duplicate_after_crashes_at_any_step(events, runs, seed):
@@ -219,7 +230,7 @@ def test_no_loss_no_duplicate_after_crashes_at_any_step(events, runs, seed):
     check_exact(store, events)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(events=events_st, actions=actions_st)
 def test_restart_resumes_at_or_after_every_marker_position(events, actions):
     """W only grows: a restart never seeks before the lowest W that a marker recorded."""
@@ -264,7 +275,7 @@ def test_the_jvm_exporter_hole_of_design_4_2_does_not_lose_late_events():
     check_exact(store, events)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(events=events_st, a=actions_st, b=actions_st, order=st.lists(st.booleans(), max_size=300),
        fuel=st.integers(0, 300))
 def test_two_owners_racing_from_the_same_state_stay_exact(events, a, b, order, fuel):
@@ -294,3 +305,15 @@ def test_a_marker_round_trips_through_json_with_and_without_event_time():
     for low_event_ms in (None, 1_795_300_000_000):
         m = Marker(3, {"fs": 10, "gc": 7}, {chain: 42}, 50, 1_795_300_001_000, low_event_ms)
         assert Marker.from_json(m.to_json()) == m
+
+
+def test_the_model_takes_every_commit_step_the_exporter_names() -> None:
+    """The model crashes between the same named steps as the exporter's crash points."""
+    events = [Event(i, ORIGINS[i % 2], DAYS[i % 3]) for i in range(12)]
+    store = Store()
+    first = Exporter(store, events, None, random.Random(0))
+    first.drain()
+    second = Exporter(store, events, None, random.Random(0))
+    second.drain()  # its marker dominates the first one
+    assert first.steps_taken | second.steps_taken == set(STEPS)
+    check_exact(store, events)

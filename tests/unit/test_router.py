@@ -11,6 +11,7 @@ from garmexport import router
 from garmexport.events import REGISTRY
 from garmexport.router import ORIGINS, Window, route, route_each
 from tests import strategies as gs
+from tests.hypothesis_profiles import examples
 from tests.pipeline.harness import FakeRecord
 
 DAY = 86_400_000
@@ -53,7 +54,7 @@ def same(a: router.RoutedPoll, b: router.RoutedPoll) -> None:
     assert a == b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data(), window=windows)
 def test_a_poll_of_frames_is_routed_over_columns_like_record_by_record(data, window):
     records = data.draw(polls(malformed=False))
@@ -67,7 +68,7 @@ def test_a_poll_of_frames_is_routed_over_columns_like_record_by_record(data, win
         same(columns, reference)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data(), window=windows)
 def test_any_poll_is_routed_like_record_by_record(data, window):
     records = data.draw(polls(malformed=True))
