@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from garmexport import logs
 from garmexport.config import Config
 from garmexport.errors import BrokerError
 from garmexport.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
@@ -174,7 +175,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     ensure_topic(settings, topic, args.partitions)
 
     def progress(done: int, seconds: float) -> None:
-        print(f"produced {done}/{count} in {seconds:.1f} s", file=sys.stderr, flush=True)
+        logs.progress("produce", f"produced {done}/{count} in {seconds:.1f} s")
 
     report = produce(settings, topic, spec, count, rate=args.rate, progress=progress,
                      progress_s=args.progress_s)

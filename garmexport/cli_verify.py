@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 
+from garmexport import logs
 from garmexport.config import Config
 from garmexport.errors import BrokerError
 
@@ -41,7 +41,7 @@ class Ticker:
         now = self.clock()
         if force or now - self.last >= self.every_s:
             self.last = now
-            print(f"verify: {text(now - self.started)}", file=sys.stderr, flush=True)
+            logs.progress("verify", text(now - self.started))
 
 
 def main(args: argparse.Namespace, config: Config) -> int:

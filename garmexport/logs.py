@@ -120,14 +120,29 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+_format = "text"
+
+
+def progress(command: str, text: str) -> None:
+    """One progress line of a long command on stderr: ``<command>: <text>`` in the text
+    format, a ``progress`` event of logger ``garmexport.<command>`` in the JSON one (so that
+    every line on stderr is JSON there)."""
+    if _format == "json":
+        log_event(logging.getLogger(f"garmexport.{command}"), "progress", text=text)
+    else:
+        print(f"{command}: {text}", file=sys.stderr, flush=True)
+
+
 def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | None = None,
               actor_level: str | int = "WARNING") -> None:
     """Send every record of the process to ``stream`` (stderr by default) in ``fmt``, at
     ``level``, the actor library's at ``actor_level`` (never below ``level``).
     Replaces handlers installed by an earlier call; raises ValueError on an unknown format
     or level name (level names are case-insensitive)."""
+    global _format
     if fmt not in FORMATS:
         raise ValueError(f"log format {fmt!r} is not one of {FORMATS}")
+    _format = fmt
     for name in (level, actor_level):
         if isinstance(name, str) and not isinstance(logging.getLevelName(name.upper()), int):
             raise ValueError(f"unknown log level {name!r}")

@@ -161,6 +161,20 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
     assert report["gaps"] == [{
         "dataset": dataset, "first": chunk[200], "last": chunk[299], "count": 100,
         "before": f"{day}/0001-0.parquet", "after": f"{day}/0003-0.parquet"}]
+
+    # In the JSON log format the progress lines are JSON log events too: every line on
+    # stderr parses, and the report on stdout is the same.
+    env["GARMEXPORT_LOG_FORMAT"] = "json"
+    done = subprocess.run(run + ["--json"], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stderr
+    events = [json.loads(line) for line in lines(done.stderr)]  # raises on a line not JSON
+    reading = [e["text"] for e in events if e["event"] == "progress"
+               and e["logger"] == "garmexport.verify" and "reading the output:" in e["text"]]
+    assert len(reading) == len(written), done.stderr
+    assert reading[-1].startswith(f"reading the output: {len(written)}/{len(written)} files, "
+                                  f"{rows} rows"), reading[-1]
+    assert json.loads(done.stdout)["partitions"]["0"] == report
     text = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert text.returncode == 1
     assert (f"gap in {dataset}: offsets {chunk[200]}..{chunk[299]} (100 missing) after "
