@@ -2,8 +2,9 @@
 
 A thin shell around :class:`garmexport.reader.Reader`. Polls run from ``wakeupAfter``
 (thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
-a second timer drives age flushes, markers, heartbeats, metrics and liveness. It also
-serves ``/metrics`` and the health endpoints, since the metrics live in its process.
+a second timer drives age flushes, markers, heartbeats, metrics and liveness. Its parts
+(metrics, health server, store, back-off, Reader, Kafka source) are built in one place,
+:func:`garmexport.exporter_parts.wire`, when it starts.
 """
 
 from __future__ import annotations
@@ -12,29 +13,22 @@ import logging
 import time
 from datetime import timedelta
 
-from prometheus_client import CollectorRegistry
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from garmexport import stop_signal
-from garmexport.actor_support import escalating, storage_for
-from garmexport.health import Health, serve
+from garmexport.actor_support import escalating
+from garmexport.exporter_parts import wire
 from garmexport.kafka_source import KafkaSource
 from garmexport.logs import log_event
 from garmexport.messages import (
     ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
-from garmexport.metrics import Metrics
-from garmexport.origin_writer import StoreBackoff
-from garmexport.reader import Reader
 from garmexport.writer_actor import WriterActor
 
 log = logging.getLogger("garmexport.reader")
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
 SHORT_POLL_S = 0.05
-# Temp files older than this belong to dead processes: a live one publishes a staged file
-# within milliseconds of writing it.
-TEMP_GC_AGE_S = 3600.0
 
 
 class ReaderActor(ActorTypeDispatcher):
@@ -53,21 +47,11 @@ class ReaderActor(ActorTypeDispatcher):
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
         self.exporter, self.cfg, self.instance = msg.exporter, msg.config, msg.instance
         self.writers: dict[tuple[str, int], object] = {}
-        self.registry = CollectorRegistry()
-        self.metrics = Metrics.create(self.registry)
-        self.health = Health(live_timeout_s=max(30.0, 10 * self.cfg.writer.poll_timeout_s), metrics=self.metrics)
-        self.health.tick(time.monotonic())
-        m = self.cfg.metrics
-        self.server = serve(m.host, m.port, self.registry, self.health)
-        log_event(log, "metrics_serving", host=m.host, port=self.server.port)
-        storage = storage_for(self.cfg, self.instance)
-        self.storage, self.backoff = storage, StoreBackoff()  # shared by every writer
-        removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
-        log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
-        self.reader = Reader(self.cfg, self.instance, storage, self.metrics, self._to_writer, _Port(self))
-        source = msg.source if isinstance(msg.source, KafkaSource) else KafkaSource(self.cfg)
-        self.source = source.bind(self._assigned, self.reader.revoke)
-        self.metrics.set_up(True)
+        source = msg.source if isinstance(msg.source, KafkaSource) else None
+        parts = wire(self.cfg, self.instance, self._to_writer, _Port(self), self._assigned, source)
+        self.registry, self.metrics, self.health = parts.registry, parts.metrics, parts.health
+        self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
+        self.reader, self.source = parts.reader, parts.source
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
