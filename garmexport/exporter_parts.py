@@ -25,7 +25,7 @@ from garmexport.kafka_source import KafkaSource
 from garmexport.logs import log_event
 from garmexport.messages import WriterMessage
 from garmexport.metrics import Metrics
-from garmexport.origin_writer import StoreBackoff
+from garmexport.backoff import Backoff
 from garmexport.reader import KafkaPort, Reader
 from garmexport.storage.base import Storage
 
@@ -44,7 +44,7 @@ class ExporterParts:
     health: Health
     server: HealthServer
     storage: Storage
-    backoff: StoreBackoff  # one per store and process, shared by every writer
+    backoff: Backoff  # one per store and process, shared by every writer
     reader: Reader
     source: KafkaSource
 
@@ -76,5 +76,5 @@ def wire(
     source = (source if source is not None else KafkaSource(config)).bind(on_assign,
                                                                           reader.revoke)
     metrics.set_up(True)
-    return ExporterParts(registry, metrics, health, server, storage, StoreBackoff(), reader,
-                         source)
+    backoff = Backoff(config.storage.retry_initial_s, config.storage.retry_max_s)
+    return ExporterParts(registry, metrics, health, server, storage, backoff, reader, source)

@@ -85,12 +85,6 @@ def writers_to_flush(
     return chosen
 
 
-def next_backoff_s(attempt: int, initial_s: float, max_s: float) -> float:
-    """Delay before retry number ``attempt`` (1-based): doubling from ``initial_s``, capped."""
-    doubling: int = 2 ** max(0, attempt - 1)  # typed: int ** int is Any to a checker
-    return min(max_s, initial_s * doubling)
-
-
 def burst_ends_in(burst: int, min_burst: int, last_record_s: float, idle_s: float,
                   now_s: float, behind: Callable[[], bool]) -> float | None:
     """Seconds until a partition's burst (a catch-up) counts as ended; <= 0: it has.

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from garmexport.commit_steps import INTENT_GC, MARKER, MARKER_GC
 from garmexport.config import Config
 from garmexport.crash_points import crash_point
+from garmexport.backoff import Backoff
 from garmexport.errors import StorageError
-from garmexport.flush import next_backoff_s
 from garmexport.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.marker_keeper import MarkerKeeper
@@ -37,20 +37,19 @@ class MarkerWriter:
         self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
         self._clock, self._wall_ms = clock, wall_ms
         self._counter = 0
-        self._failures = 0
-        self._retry_at = float("-inf")
+        self._retries = Backoff(config.storage.retry_initial_s, config.storage.retry_max_s)
         #: "<exception class>: <message>" of the last failed write, "" once one works again
         self.error = ""
 
     @property
     def failing(self) -> bool:
         """The last marker write failed (and the next waits for its back-off)."""
-        return self._failures > 0
+        return self._retries.failures > 0
 
     def write_due(self, partitions: Mapping[int, tuple[PartitionLedger, MarkerKeeper]],
                   now: float, force: bool = False) -> None:
         src = self.cfg.source
-        if not force and now < self._retry_at:
+        if not force and self._retries.waiting(now):
             return
         for p, (ledger, keeper) in partitions.items():
             if not keeper.due(ledger, now, force):
@@ -63,19 +62,16 @@ class MarkerWriter:
                 write_marker(self.storage, src.cluster, src.topic, name, marker)
             except StorageError as exc:
                 self.metrics.storage_failure("marker")
-                self._failures += 1
                 self.error = f"{type(exc).__name__}: {exc}"
-                st = self.cfg.storage
-                if self._failures >= st.retry_attempts:
+                failures = self._retries.failed(self._clock())
+                if failures >= self.cfg.storage.retry_attempts:
                     raise
                 self.metrics.storage_retry("marker")
-                if self._failures == 1:  # one line per run of failures, not per attempt
+                if failures == 1:  # one line per run of failures, not per attempt
                     log_event(log, "marker_failed", level=logging.WARNING, partition=p,
                               error=self.error)
-                self._retry_at = self._clock() + next_backoff_s(
-                    self._failures, st.retry_initial_s, st.retry_max_s)
                 return
-            self._failures = 0
+            self._retries.succeeded()
             self.error = ""
             crash_point(MARKER)
             ledger.written(marker)

@@ -61,7 +61,7 @@ class StartWriter:
     origin: str
     partition: int
     exporter: object
-    #: the reader's Storage and the StoreBackoff all writers of it share: objects, not
+    #: the reader's Storage and the Backoff all writers of it share: objects, not
     #: values, as the actors run in one process (like StartReader.source)
     storage: object
     backoff: object

@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,9 +26,10 @@ from garmexport import columns, held_rows
 from garmexport.commit_steps import PUBLISH
 from garmexport.config import Config
 from garmexport.crash_points import crash_point
+from garmexport.backoff import Backoff
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.events import by_output
-from garmexport.flush import FlushLimits, next_backoff_s
+from garmexport.flush import FlushLimits
 from garmexport.messages import (
     Batch, DropOpen, FlushOpen, Published, ResetWriter, Tick, WriterMessage, WriterReport,
 )
@@ -42,28 +42,10 @@ from garmexport.resume import OriginState
 from garmexport.storage.base import Storage
 
 
-@dataclass
-class StoreBackoff:
-    """Back-off shared by every writer of one store in this process.
-
-    Without it, a store outage costs each of the (many) writers one full failing attempt,
-    back to back, before any failure report reaches the reader: with a backend that
-    retries inside each call (several seconds), the reader would learn of the outage, and
-    pause, only minutes later. After one writer's failure the others wait for the same
-    retry time and report the store as failing instead.
-    """
-
-    failures: int = 0
-    retry_at: float = 0.0
-
-    def failing(self, now: float) -> bool:
-        return self.failures > 0 and now < self.retry_at
-
-
 class OriginWriter:
     def __init__(
         self, config: Config, storage: Storage, origin: str, partition: int,
-        clock: Callable[[], float] = time.monotonic, backoff: StoreBackoff | None = None,
+        clock: Callable[[], float] = time.monotonic, backoff: Backoff | None = None,
     ) -> None:
         self._cfg = config
         self._storage = storage
@@ -76,11 +58,12 @@ class OriginWriter:
         self.epoch = -1
         self._files = OpenFiles(OriginState(-1, {}))
         self._upto = -1
-        self._failures = 0
-        self._retry_at = 0.0
+        st = config.storage
+        self._retries = Backoff(st.retry_initial_s, st.retry_max_s)  # this writer's publishes
         # the exporter passes the one back-off of its store to every writer; alone, a
         # writer has its own
-        self._backoff = backoff if backoff is not None else StoreBackoff()
+        self._backoff = backoff if backoff is not None else Backoff(st.retry_initial_s,
+                                                                    st.retry_max_s)
         self._deferred = False
         self._halted = False
         self._error = ""
@@ -102,7 +85,7 @@ class OriginWriter:
         self._halted = False
         self._files = OpenFiles(state)
         self._upto = upto
-        self._failures = 0
+        self._retries.succeeded()
 
     # --- handling -------------------------------------------------------------------
     def handle(self, msg: WriterMessage) -> WriterReport | None:
@@ -124,9 +107,11 @@ class OriginWriter:
             return self.tick()
         if isinstance(msg, FlushOpen):
             return self.flush(msg.count)
-        self.drop()
-        self.epoch = -1
-        return None
+        if isinstance(msg, DropOpen):
+            self.drop()
+            self.epoch = -1
+            return None
+        raise TypeError(f"not a writer message: {type(msg).__name__}")
 
     def handle_batch(self, batch: Batch) -> WriterReport:
         self._handled = 1
@@ -258,8 +243,8 @@ class OriginWriter:
         return self._files.drop_all()
 
     def _publish(self, keys: list, now: float, force: bool = False) -> None:
-        self._deferred = bool(keys) and not force and self._backoff.failing(now)
-        if not keys or self._deferred or (self._failures and now < self._retry_at and not force):
+        self._deferred = bool(keys) and not force and self._backoff.waiting(now)
+        if not keys or self._deferred or (self._retries.waiting(now) and not force):
             return
         for key in keys:
             f = self._files.get(key)
@@ -274,20 +259,15 @@ class OriginWriter:
                 self._files.drop_all()
                 return
             except StorageError as exc:
-                self._failures += 1
                 self._attempts_failed += 1
                 self._error = f"{type(exc).__name__}: {exc}"
-                s = self._cfg.storage
-                if self._failures >= s.retry_attempts:
+                if self._retries.failed(now) >= self._cfg.storage.retry_attempts:
                     raise
                 self._attempts_retried += 1
-                self._retry_at = now + next_backoff_s(self._failures, s.retry_initial_s, s.retry_max_s)
-                self._backoff.failures += 1
-                self._backoff.retry_at = self._clock() + next_backoff_s(
-                    self._backoff.failures, s.retry_initial_s, s.retry_max_s)
+                self._backoff.failed(self._clock())
                 return
-            self._failures = 0
-            self._backoff.failures = 0
+            self._retries.succeeded()
+            self._backoff.succeeded()
             self._files.published(key)
             last_ms = max(pc.max(t.column("timestamp")).as_py() or 0 for t in tables) if f.kind == DATA else 0
             self._published.append(Published(
@@ -314,10 +294,10 @@ class OriginWriter:
             published=tuple(self._published), buffered_bytes=self._files.buffered_bytes,
             open_files=len(infos),
             oldest_open_s=min((i.opened_at_s for i in infos), default=None),
-            store_failing=self._failures > 0 or self._deferred, fenced_path=self._fenced,
+            store_failing=self._retries.failures > 0 or self._deferred, fenced_path=self._fenced,
             rows_in=self._rows_in, quarantined=tuple(sorted(self._quarantined.items())),
             skipped=self._skipped,
-            store_error=(self._error if self._failures else
+            store_error=(self._error if self._retries.failures else
                          "waiting: another writer's publish to the store failed"
                          if self._deferred else ""),
             storage_failures=self._attempts_failed, storage_retries=self._attempts_retried,

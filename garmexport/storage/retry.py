@@ -6,9 +6,9 @@ Rules (design 4.6): a failed write or publish is retried with back-off; when the
 a failure: it is never retried. Sleep, clock and randomness are arguments so tests run
 without waiting.
 
-Delays: the n-th retry (n = 1, 2, ...) waits ``d = min(max_s, initial_s * 2**(n-1))``
-scaled into ``[d/2, d]`` by jitter ("equal jitter": never less than half the nominal
-delay, so a burst of failing callers spreads out without hammering the store).
+Delays: :func:`garmexport.backoff.jittered_delay_s`, the one back-off formula with "equal
+jitter" (never less than half the nominal delay, so a burst of failing callers spreads out
+without hammering the store).
 """
 
 from __future__ import annotations
@@ -18,21 +18,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from garmexport.backoff import jittered_delay_s
 from garmexport.errors import PublishConflict, StorageError
 
 T = TypeVar("T")
 
 #: on_retry(retry_number, error, delay_s) is called before each sleep.
 OnRetry = Callable[[int, BaseException, float], None]
-
-
-def backoff_delay_s(retry_number: int, initial_s: float, max_s: float, unit: float) -> float:
-    """Delay before retry ``retry_number`` (1-based); ``unit`` in [0, 1) picks the jitter."""
-    if retry_number < 1:
-        raise ValueError(f"retry_number starts at 1, got {retry_number}")
-    # Cap the exponent first: 2**large would overflow a float long before max_s matters.
-    nominal = min(max_s, initial_s * 2.0 ** min(retry_number - 1, 62))
-    return nominal / 2.0 + unit * nominal / 2.0
 
 
 def retry(
@@ -68,7 +60,7 @@ def retry(
             retry_number += 1
             if retry_number >= attempts:
                 raise
-            delay = backoff_delay_s(retry_number, initial_s, max_s, unit())
+            delay = jittered_delay_s(retry_number, initial_s, max_s, unit())
             if deadline_s is not None and clock() + delay - start > deadline_s:
                 raise
             if on_retry is not None:

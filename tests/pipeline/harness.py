@@ -19,7 +19,8 @@ from garmexport.events import EXPORTED
 from garmexport.generator import Spec, generate
 from garmexport.messages import WriterMessage
 from garmexport.metrics import Metrics
-from garmexport.origin_writer import OriginWriter, StoreBackoff
+from garmexport.backoff import Backoff
+from garmexport.origin_writer import OriginWriter
 from garmexport.reader import Reader
 from garmexport.storage.base import Storage
 
@@ -77,7 +78,8 @@ class Owner:
         self.queue: deque[tuple[str, int, WriterMessage]] = deque()
         self.writers: dict[tuple[str, int], OriginWriter] = {}
         self.fenced = 0
-        self.backoff = StoreBackoff()  # one per store in a process, as the reader actor wires it
+        st = config.storage  # one back-off per store in a process, as exporter_parts wires it
+        self.backoff = Backoff(st.retry_initial_s, st.retry_max_s)
         self.reader = Reader(config, f"owner{next(self._ids)}", storage,
                              Metrics.create(CollectorRegistry()), self._send, self.port,
                              clock=self.clock, wall_ms=lambda: int(self.now * 1000))

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.flush import (
-    FlushLimits, OpenFileInfo, WriterLoad, burst_ends_in, due, next_backoff_s, writers_to_flush,
+    FlushLimits, OpenFileInfo, WriterLoad, burst_ends_in, due, writers_to_flush,
 )
 
 LIMITS = FlushLimits(max_file_rows=100, max_file_bytes=1000, max_file_age_s=60.0)
@@ -18,10 +18,6 @@ def test_a_file_is_due_at_its_row_size_or_age_limit_oldest_first():
              OpenFileInfo("bytes", 1, 1000, 40.0), OpenFileInfo("old", 1, 1, 39.0)]
     assert due(files, LIMITS, now_s=100.0) == ["old", "bytes", "rows"]
     assert due(files, LIMITS, now_s=98.9) == ["bytes", "rows"]
-
-
-def test_backoff_doubles_from_the_initial_delay_and_stops_at_the_cap():
-    assert [next_backoff_s(n, 0.5, 3.0) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
 
 
 loads = st.lists(st.builds(WriterLoad, key=st.integers(), open_files=st.integers(0, 50),

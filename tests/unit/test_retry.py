@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.errors import PublishConflict, StorageError
-from garmexport.storage.retry import backoff_delay_s, retry
+from garmexport.storage.retry import retry
 
 
 class Clock:
@@ -41,18 +41,6 @@ def test_returns_the_first_success_after_failures() -> None:
     clock = Clock()
     assert run(fn, clock) == "ok"
     assert len(calls) == 4 and clock.sleeps == [1.0, 2.0, 4.0]
-
-
-def test_delays_double_up_to_the_cap() -> None:
-    assert [backoff_delay_s(n, 1.0, 8.0, 1.0) for n in range(1, 7)] == [1, 2, 4, 8, 8, 8]
-    assert backoff_delay_s(10_000, 0.5, 30.0, 1.0) == 30.0
-
-
-@given(st.integers(1, 200), st.floats(0.001, 10), st.floats(0.001, 100), st.floats(0, 0.999))
-def test_jitter_keeps_each_delay_between_half_and_all_of_nominal(
-        n: int, initial: float, cap: float, unit: float) -> None:
-    nominal = min(cap, initial * 2.0 ** min(n - 1, 62))
-    assert nominal / 2 <= backoff_delay_s(n, initial, cap, unit) <= nominal
 
 
 def test_reraises_the_last_error_when_attempts_run_out() -> None:
