@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from typing import Any
 
 from garmexport.compaction.fs import open_fs, to_uri
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.spark_job import build_session
 from garmexport.errors import ConfigError
+from garmexport.hive_tables import TableNaming
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +60,8 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
         if sort is not None else tuple(c.sort_columns),
         codec=_opt(args, "codec", c.codec),
         hive=not getattr(args, "no_hive", False),
-        hive_database=_opt(args, "database", c.hive_database),
+        tables=replace(TableNaming.of(config.hive), database=_opt(args, "database",
+                                                                  config.hive.database)),
         outputs=tuple(_opt(args, "output", ())),
         days=tuple(_opt(args, "day", ())),
         dry_run=bool(getattr(args, "dry_run", False)))
@@ -81,12 +84,12 @@ def run_compact(args: argparse.Namespace, config: Any) -> int:
         raise ConfigError("output.root: Spark needs an hdfs:// URI for compaction, "
                           f"not {opts.root_uri}")
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
-                          _opt(args, "metastore_uri", config.compaction.metastore_uri),
+                          _opt(args, "metastore_uri", config.hive.metastore_uri),
                           spark_conf(args))
     try:
         summary = run(spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000))
         if getattr(args, "show_counts", False) and opts.hive:
-            print_counts(spark, opts.hive_database)
+            print_counts(spark, opts.tables.database)
     finally:
         spark.stop()
     for problem in summary.problems:
