@@ -18,6 +18,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 from garmexport import stop_signal
 from garmexport.actor_support import escalating, storage_for
 from garmexport.health import Health, serve
+from garmexport.hive_register import start_registrar
 from garmexport.kafka_source import KafkaSource
 from garmexport.logs import log_event
 from garmexport.messages import ReaderStopped, StartReader, StartWriter, StopReader, WriterReport
@@ -40,6 +41,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.exporter = None
         self.source: KafkaSource | None = None
         self.server = None
+        self.registrar = None
         self.stopping: str | None = None
         self.stop_deadline = 0.0
         self.idle_wait: float | None = None
@@ -60,6 +62,7 @@ class ReaderActor(ActorTypeDispatcher):
         removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
         log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
         self.reader = Reader(self.cfg, self.instance, storage, self.metrics, self._to_writer, _Port(self))
+        self.reader.registrar = self.registrar = start_registrar(self.cfg, self.metrics)
         source = msg.source if isinstance(msg.source, KafkaSource) else KafkaSource(self.cfg)
         self.source = source.bind(self._assigned, self.reader.revoke)
         self.metrics.set_up(True)
@@ -123,6 +126,7 @@ class ReaderActor(ActorTypeDispatcher):
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
         self.health.set_writers_healthy(self.reader.store_ok)
+        self.health.set_detail("hive", self.registrar.problem if self.registrar else "")
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
     def _update_lag(self, p: int) -> None:
@@ -157,6 +161,9 @@ class ReaderActor(ActorTypeDispatcher):
         self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
 
     def _close(self) -> None:
+        if self.registrar is not None:
+            self.registrar.stop(self.cfg.hive.timeout_s)
+            self.registrar = None
         if self.source is not None:
             self.source.close()
             self.source = None
