@@ -157,7 +157,10 @@ class Registrar:
                     store = store or self._connect()
                     self._round(store)
                     failures, self._problem = 0, ""
-                except MetastoreError as exc:
+                except Exception as exc:  # noqa: BLE001 - never let the worker die silently
+                    if not isinstance(exc, MetastoreError):
+                        log.exception("hive registration round raised")
+                        store = None
                     failures += 1
                     retry_at = self._clock() + next_backoff_s(failures, RETRY_INITIAL_S,
                                                               self._retry_max_s)
