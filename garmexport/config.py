@@ -187,8 +187,6 @@ class CompactionConfig(_Section):
                                        "columns compacted files are sorted by")
     codec: str = _f("zstd", "Parquet codec of compacted files",
                     choices=("zstd", "snappy", "gzip", "lz4", "none"))
-    hive_database: str = _f("garmadon", "Hive database of the external tables", pattern=_NAME)
-    metastore_uri: str = _f("", "thrift:// URI of a Hive metastore (empty: embedded Derby)")
     spark_master: str = _f("local[2]", "Spark master URL", pattern=r".+")
     pushgateway_url: str = _f("", "Prometheus Pushgateway (http://host:9091) each run pushes "
                               "its outcome to, job garmexport_compaction (empty: none)")
@@ -206,6 +204,23 @@ class CompactionConfig(_Section):
 
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class HiveConfig(_Section):
+    metastore_uri: str = _f("", "thrift://host:port of the Hive metastore (empty: the exporter "
+                            "registers nothing; compact uses an embedded Derby metastore)",
+                            pattern=r"^$|^thrift://[^:/]+:[0-9]+/?$")
+    database: str = _f("garmadon", "Hive database of the external tables", pattern=r"[A-Za-z0-9_]+")
+    table_prefix: str = _f("", "prefix of every table name (table = prefix + dataset name)",
+                           pattern=r"[A-Za-z0-9_]*")
+    quarantine_table: str = _f("quarantine", "table of the _quarantine dataset (without the "
+                               "prefix)", pattern=r"[A-Za-z0-9_]+")
+    register_delay_s: float = _f(60.0, "the exporter gathers new (table, day) partitions this "
+                                 "long, then registers them in one round", min=0)
+    retry_max_s: float = _f(120.0, "longest back-off between registration attempts while the "
+                            "metastore fails", min=0.1)
+    timeout_s: float = _f(30.0, "socket timeout of one metastore call", min=0.1)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -266,7 +281,8 @@ class KafkaSettings(Mapping[str, object]):
 SECTIONS: Mapping[str, type] = {
     "source": SourceConfig, "output": OutputConfig, "writer": WriterConfig,
     "protocol": ProtocolConfig, "storage": StorageConfig, "actors": ActorsConfig,
-    "metrics": MetricsConfig, "compaction": CompactionConfig, "log": LogConfig,
+    "metrics": MetricsConfig, "compaction": CompactionConfig, "hive": HiveConfig,
+    "log": LogConfig,
 }
 KAFKA = "kafka"
 
@@ -284,6 +300,7 @@ class Config:
     actors: ActorsConfig = dataclasses.field(default_factory=ActorsConfig)
     metrics: MetricsConfig = dataclasses.field(default_factory=MetricsConfig)
     compaction: CompactionConfig = dataclasses.field(default_factory=CompactionConfig)
+    hive: HiveConfig = dataclasses.field(default_factory=HiveConfig)
     log: LogConfig = dataclasses.field(default_factory=LogConfig)
     #: where the values came from, for humans: "defaults", a file, "environment"
     origin: tuple[str, ...] = dataclasses.field(default=("defaults",), compare=False)

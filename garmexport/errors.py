@@ -8,6 +8,9 @@
      |    +-- PublishConflict(StorageError, FileExistsError)
      |                                                 exclusive publish lost: the fence
      +-- BrokerError(GarmexportError, ConnectionError) Kafka could not be reached or answered wrong
+ +-- MetastoreError(GarmexportError, ConnectionError)
+ |                                                 a Hive metastore call failed (retried in the
+ |                                                 background; never stops the export)
      +-- ProtocolViolation(GarmexportError, RuntimeError)
                                                        an invariant of the commit protocol broke:
                                                        never caught, the process exits non-zero
@@ -41,6 +44,10 @@ class PublishConflict(StorageError, FileExistsError):
 
 class BrokerError(GarmexportError, ConnectionError):
     """The Kafka cluster could not be reached or gave an unusable answer."""
+
+
+class MetastoreError(GarmexportError, ConnectionError):
+    """A Hive metastore call failed; partition registration backs off and retries."""
 
 
 class ProtocolViolation(GarmexportError, RuntimeError):

@@ -3,7 +3,8 @@
 :func:`wire` builds, in this order: the metrics on a fresh registry, health and its HTTP
 server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
 dead processes), the back-off that every writer of that store shares, the
-:class:`~garmexport.reader.Reader`, and the Kafka source bound to the reader. Nothing else
+:class:`~garmexport.reader.Reader`, the Hive partition registrar (when a metastore is
+configured), and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
 :func:`wire` when it starts and then only moves messages between the parts; writers get the
 store and the back-off in their ``StartWriter``.
@@ -21,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from garmexport.actor_support import storage_for
 from garmexport.config import Config
 from garmexport.health import Health, HealthServer, serve
+from garmexport.hive_register import Registrar, start_registrar
 from garmexport.kafka_source import KafkaSource
 from garmexport.logs import log_event
 from garmexport.messages import WriterMessage
@@ -47,6 +49,7 @@ class ExporterParts:
     backoff: Backoff  # one per store and process, shared by every writer
     reader: Reader
     source: KafkaSource
+    registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
 
 
 def wire(
@@ -73,8 +76,10 @@ def wire(
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
     reader = Reader(config, instance, storage, metrics, send, kafka)
+    reader.registrar = registrar = start_registrar(config, metrics)
     source = (source if source is not None else KafkaSource(config)).bind(on_assign,
                                                                           reader.revoke)
     metrics.set_up(True)
     backoff = Backoff(config.storage.retry_initial_s, config.storage.retry_max_s)
-    return ExporterParts(registry, metrics, health, server, storage, backoff, reader, source)
+    return ExporterParts(registry, metrics, health, server, storage, backoff, reader, source,
+                         registrar)

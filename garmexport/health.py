@@ -11,7 +11,8 @@ Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the
   healthy and the store is reachable, else 503. Readiness gates rolling upgrades; it never kills.
 
 Both health answers carry a small JSON body ``{"ok": bool, "reasons": [..]}`` naming what
-is wrong. Invariants: :class:`Health` reads no clock (callers pass ``now`` in monotonic
+is wrong; readiness adds ``"detail": {name: note}`` for what is behind without making it
+fail (``hive``: partition registration failing). Invariants: :class:`Health` reads no clock (callers pass ``now`` in monotonic
 seconds; only the server reads ``clock`` when a request arrives), and its flags are
 written by the exporter thread and read by server threads under one lock.
 """
@@ -40,13 +41,18 @@ class Status:
 
     ok: bool
     reasons: tuple[str, ...] = ()
+    #: (name, note) of things worth knowing that do not make the answer fail (e.g. "hive")
+    detail: tuple[tuple[str, str], ...] = ()
 
     @property
     def http_status(self) -> int:
         return 200 if self.ok else 503
 
     def body(self) -> bytes:
-        return json.dumps({"ok": self.ok, "reasons": list(self.reasons)}).encode()
+        body: dict[str, object] = {"ok": self.ok, "reasons": list(self.reasons)}
+        if self.detail:
+            body["detail"] = dict(self.detail)
+        return json.dumps(body).encode()
 
 
 class Health:
@@ -64,6 +70,7 @@ class Health:
         self._assigned: int | None = None
         self._stalled: tuple[float, str] | None = None
         self._problems: dict[str, str] = {"broker": "", "writers": "", "store": ""}
+        self._details: dict[str, str] = {}
 
     def tick(self, now: float) -> None:
         """The main loop made progress at ``now`` (monotonic seconds)."""
@@ -101,6 +108,15 @@ class Health:
             self._problems["store"] = "" if reachable else why
         self._mirror()
 
+    def set_detail(self, name: str, note: str) -> None:
+        """A note shown in the readiness body without failing it ('' removes it): Hive
+        registration lagging must not stop a rolling upgrade."""
+        with self._lock:
+            if note:
+                self._details[name] = note
+            else:
+                self._details.pop(name, None)
+
     def liveness(self, now: float) -> Status:
         """Alive iff a tick came at most ``live_timeout_s`` before ``now`` and the loop has
         not been stalled for longer than that."""
@@ -122,7 +138,8 @@ class Health:
         with self._lock:
             reasons = [] if self._assigned is not None else ["no partition assignment yet"]
             reasons += [why for why in self._problems.values() if why]
-        return Status(not reasons, tuple(reasons))
+            detail = tuple(sorted(self._details.items()))
+        return Status(not reasons, tuple(reasons), detail)
 
     def _mirror(self) -> None:
         # Flags are only written by the exporter thread, so this cannot interleave with

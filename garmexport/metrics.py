@@ -101,6 +101,18 @@ class Metrics:
         self._paused = gauge("paused_partitions", "Partitions paused while the store is down.")
         self._assigned = gauge("assigned_partitions", "Partitions assigned to this instance.")
         self._up = gauge("up", "1 while the exporter process runs.")
+        self._hive_registered = counter(
+            "hive_partitions_registered", "Day partitions this process registered (or found "
+            "registered) in the Hive metastore.", "table")
+        self._hive_columns = counter(
+            "hive_columns_added", "Columns this process added to Hive tables.", "table")
+        self._hive_failures = counter(
+            "hive_registration_failures", "Registration rounds that failed (metastore down).")
+        self._hive_pending = gauge(
+            "hive_pending_partitions", "Day partitions waiting to be registered.")
+        self._hive_oldest = gauge(
+            "hive_oldest_pending_seconds", "Age of the oldest day partition waiting to be "
+            "registered (0: none waits).")
         self._ready = gauge("ready", "1 when /health/ready answers 200.")
         Info("garmexport_build", "Version of the running exporter.", registry=registry).info(
             {"version": __version__, "python": platform.python_version()})
@@ -236,6 +248,19 @@ class Metrics:
             del self._maxima[key]
         for gauge in (self._watermark, self._committed, self._event_time):
             _remove_partition(gauge, partition)
+
+    # -- Hive partition registration (called from its worker thread) ------------------------
+    def hive_registered(self, table: str, partitions: int, columns: int) -> None:
+        self._hive_registered.labels(table).inc(partitions)
+        if columns:
+            self._hive_columns.labels(table).inc(columns)
+
+    def hive_failure(self) -> None:
+        self._hive_failures.inc()
+
+    def set_hive_pending(self, partitions: int, oldest_s: float) -> None:
+        self._hive_pending.set(partitions)
+        self._hive_oldest.set(oldest_s)
 
     def set_ready(self, ready: bool) -> None:
         """Mirror of the readiness answer (set by garmexport.health)."""

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from garmexport.config import Config
 from garmexport.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
@@ -98,6 +98,8 @@ class Reader:
         self.store_ok = True
         self.episode = StoreEpisode()
         self._store_error = ("publish", "")
+        #: garmexport.hive_register.Registrar, or None: told what was published
+        self.registrar: Any = None
 
     # --- assignment -----------------------------------------------------------------
     def assign(self, partitions: Iterable[int]) -> dict[int, int | None]:
@@ -243,6 +245,8 @@ class Reader:
             if f.kind == "d":
                 self.metrics.exported(r.origin, f.rows)
                 self.metrics.committed(r.origin, r.partition, f.last_offset, f.last_event_ms / 1000.0)
+        if self.registrar is not None and r.published:
+            self.registrar.offer(r.origin, [(f.kind, f.day) for f in r.published])
         for reason, n in r.quarantined:
             self.metrics.quarantined(r.origin, reason, n)
         if r.skipped:

@@ -37,6 +37,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.exporter = None
         self.source: KafkaSource | None = None
         self.server = None
+        self.registrar = None
         self.stopping: str | None = None
         self.stop_deadline = 0.0
         self.idle_wait: float | None = None
@@ -52,6 +53,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.registry, self.metrics, self.health = parts.registry, parts.metrics, parts.health
         self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
         self.reader, self.source = parts.reader, parts.source
+        self.registrar = parts.registrar
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
@@ -121,6 +123,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.health.set_store_reachable(self.reader.store_ok)
         self.health.set_writers_healthy(self.reader.store_ok)
         self.health.set_stalled(self.reader.episode.since, self.reader.episode.reason)
+        self.health.set_detail("hive", self.registrar.problem if self.registrar else "")
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
     def _update_lag(self, p: int) -> None:
@@ -161,6 +164,9 @@ class ReaderActor(ActorTypeDispatcher):
         self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
 
     def _close(self) -> None:
+        if self.registrar is not None:
+            self.registrar.stop(self.cfg.hive.timeout_s)
+            self.registrar = None
         if self.source is not None:
             self.source.close()
             self.source = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 from garmexport.compaction.fs import open_fs
@@ -21,6 +22,7 @@ from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
 from garmexport.compaction.spark_logs import LEVELS
 from garmexport.errors import ConfigError
+from garmexport.hive_tables import TableNaming
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +66,8 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
         if sort is not None else tuple(c.sort_columns),
         codec=_opt(args, "codec", c.codec),
         hive=not getattr(args, "no_hive", False),
-        hive_database=_opt(args, "database", c.hive_database),
+        tables=replace(TableNaming.of(config.hive), database=_opt(args, "database",
+                                                                  config.hive.database)),
         outputs=tuple(_opt(args, "output", ())),
         days=tuple(_opt(args, "day", ())),
         dry_run=bool(getattr(args, "dry_run", False)))
@@ -84,14 +87,14 @@ def run_compact(args: argparse.Namespace, config: Any) -> int:
     """Run one compaction over ``config.output.root``; print progress and the summary."""
     opts = options_from(args, config)
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
-                          _opt(args, "metastore_uri", config.compaction.metastore_uri),
+                          _opt(args, "metastore_uri", config.hive.metastore_uri),
                           spark_conf(args), log_level=_opt(
                               args, "spark_log_level", config.compaction.spark_log_level))
     try:
         summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: run(
             spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000)))
         if getattr(args, "show_counts", False) and opts.hive:
-            print_counts(spark, opts.hive_database, config.log.format == "json")
+            print_counts(spark, opts.tables.database, config.log.format == "json")
     finally:
         spark.stop()
     if config.log.format == "json":  # every line on stdout is JSON too

@@ -1,8 +1,9 @@
-"""Hive tables: one EXTERNAL table per event type, partitioned by ``day STRING``.
+"""Hive tables through Spark SQL: the tables of :mod:`garmexport.hive_tables`.
 
-``<database>.<output>`` has LOCATION ``<root>/<output>`` and one partition per day
-directory, LOCATION ``<root>/<output>/day=D`` (raw and compacted files share it, see
-:mod:`.swap`). The statements are built by pure functions; :func:`sync_table` runs them:
+One EXTERNAL table per dataset (names, columns and locations from
+:mod:`garmexport.hive_tables`, the rules the exporter's registration uses too), one
+partition per day directory (raw and compacted files share it, see :mod:`.swap`). The
+statements are built by pure functions; :func:`sync_table` runs them:
 
 - creates the database and the table if missing, with the columns of the data;
 - adds the columns the data gained (``ALTER TABLE .. ADD COLUMNS``: days written before
@@ -21,10 +22,10 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from garmexport.hive_tables import PARTITION_COLUMN, new_columns
 from garmexport.logs import log_event
 
 log = logging.getLogger(__name__)
-PARTITION_COLUMN = "day"
 
 
 def quote(name: str) -> str:
@@ -43,20 +44,6 @@ def create_table_sql(database: str, table: str, columns: Sequence[tuple[str, str
             f"LOCATION {_lit(location)}")
 
 
-def new_columns(table: Sequence[tuple[str, str]], data: Sequence[tuple[str, str]]
-                ) -> tuple[list[tuple[str, str]], list[str]]:
-    """(columns of ``data`` the table lacks, in data order; names whose type differs).
-
-    Names compare case-insensitively, as Hive does; the partition column is ignored.
-    """
-    known = {n.lower(): t for n, t in table}
-    added = [(n, t) for n, t in data
-             if n.lower() not in known and n.lower() != PARTITION_COLUMN]
-    changed = [n for n, t in data if n.lower() in known and n.lower() != PARTITION_COLUMN
-               and known[n.lower()].lower() != t.lower()]
-    return added, changed
-
-
 def add_columns_sql(database: str, table: str, columns: Sequence[tuple[str, str]]) -> str:
     cols = ", ".join(f"{quote(n)} {t}" for n, t in columns)
     return f"ALTER TABLE {quote(database)}.{quote(table)} ADD COLUMNS ({cols})"
@@ -71,34 +58,29 @@ def add_partitions_sql(database: str, table: str, days: Iterable[str], table_loc
     return f"ALTER TABLE {quote(database)}.{quote(table)} ADD IF NOT EXISTS " + " ".join(specs)
 
 
-def schema_columns(schema: Any) -> list[tuple[str, str]]:
-    """(name, Hive type) of a Spark StructType."""
-    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
-
-
-def sync_table(spark: Any, database: str, output: str, root_uri: str, schema: Any,
-               days: Sequence[str]) -> dict[str, int]:
-    """Create/extend table ``database.output`` for ``schema`` and register ``days``."""
-    fq = f"{quote(database)}.{quote(output)}"
-    location = f"{root_uri}/{output}"
+def sync_table(spark: Any, database: str, table: str, location: str,
+               data: Sequence[tuple[str, str]], days: Sequence[str]) -> dict[str, int]:
+    """Create/extend ``database.table`` (LOCATION ``location``) for columns ``data`` (name,
+    Hive type) and register ``days``."""
+    fq = f"{quote(database)}.{quote(table)}"
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
-    data = schema_columns(schema)
     added: list[tuple[str, str]] = []
-    if not spark.catalog.tableExists(f"{database}.{output}"):
-        spark.sql(create_table_sql(database, output, data, location))
+    if not spark.catalog.tableExists(f"{database}.{table}"):
+        spark.sql(create_table_sql(database, table, data, location))
     else:
-        table = schema_columns(spark.table(fq).schema)
-        added, changed = new_columns(table, data)
+        known = [(r.col_name, r.data_type) for r in spark.sql(f"DESCRIBE {fq}").collect()
+                 if r.col_name and not r.col_name.startswith("#")]
+        added, changed = new_columns(known, data)
         if added:
-            spark.sql(add_columns_sql(database, output, added))
+            spark.sql(add_columns_sql(database, table, added))
         if changed:
             log_event(log, "hive_column_type_changed", level=logging.WARNING,
-                      table=f"{database}.{output}", columns=changed)
-    known = {r[0].partition("=")[2] for r in spark.sql(f"SHOW PARTITIONS {fq}").collect()}
-    new_days = [d for d in days if d not in known]
-    sql = add_partitions_sql(database, output, new_days, location)
+                      table=f"{database}.{table}", columns=changed)
+    known_days = {r[0].partition("=")[2] for r in spark.sql(f"SHOW PARTITIONS {fq}").collect()}
+    new_days = [d for d in days if d not in known_days]
+    sql = add_partitions_sql(database, table, new_days, location)
     if sql is not None:
         spark.sql(sql)
     # This session may have cached the file listing of days this run rewrote.
-    spark.catalog.refreshTable(f"{database}.{output}")
+    spark.catalog.refreshTable(f"{database}.{table}")
     return {"columns_added": len(added), "partitions_added": len(new_days)}

@@ -8,7 +8,8 @@ Order, and why:
    for the whole run: markers only grow, so a stale read only folds less.
 3. Per output, per closed day: scan, plan (pure), write with Spark into staging, commit the
    swap (:mod:`.swap`), then write ``_COMPLETE`` when the day is fully compacted.
-4. Per output: the Hive table gets new columns and the new day partitions.
+4. Per output, and for ``_quarantine``: the Hive table gets new columns and the new day
+   partitions (tables as :mod:`garmexport.hive_tables` defines them).
 
 Every step can be repeated after a crash: a rerun recovers, re-plans from what is on disk,
 and the DDL is IF NOT EXISTS.
@@ -29,11 +30,12 @@ from garmexport.compaction.markers import read_markers
 from garmexport.compaction.names import CompactedName, day_dir, sidecar_path, staging_path
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
 from garmexport.compaction.recover import commit_swap, recover_all
-from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
-from garmexport.compaction.spark_job import union_schema, write_outputs
+from garmexport.compaction.scan import footer, list_days, list_outputs, ranges_to_json, scan_day
+from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
+from garmexport.hive_tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.logs import log_event
-from garmexport.naming import epoch_day
+from garmexport.naming import QUARANTINE_DIR, epoch_day
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,7 @@ class CompactOptions:
     sort_columns: tuple[str, ...]
     codec: str
     hive: bool = True
-    hive_database: str = "garmadon"
+    tables: TableNaming = TableNaming()
     outputs: tuple[str, ...] = ()  # empty: every dataset under the root
     days: tuple[str, ...] = ()  # empty: every closed day
     dry_run: bool = False
@@ -148,17 +150,23 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
 
 def sync_hive(spark: Any, fs: FileOps, opts: CompactOptions, output: str, days: list[str],
               written: list[str]) -> None:
-    """Table columns from the files written now and the newest day; every day a partition."""
-    newest, _, _ = scan_day(fs, output, days[-1])
-    samples = {f.schema_key or f.name: f"{fs.uri}/{day_dir(output, days[-1])}/{f.name}"
-               for f in newest}
-    uris = [f"{fs.uri}/{p}" for p in written] + list(samples.values())
-    if not uris:
+    """Table columns from the footers of the files written now and of the newest day (the
+    quarantine's from its fixed schema); every day a partition."""
+    if output == QUARANTINE_DIR:
+        schemas = [dataset_schema(output)]
+    else:
+        newest, _, _ = scan_day(fs, output, days[-1])
+        samples = {f.schema_key or f.name: f"{day_dir(output, days[-1])}/{f.name}"
+                   for f in newest}
+        schemas = [footer(fs, p).schema.to_arrow_schema()
+                   for p in list(written) + list(samples.values())]
+    if not schemas:
         log_event(log, "hive_table_skipped", output=output, reason="no data file to read")
         return
-    stats = hive.sync_table(spark, opts.hive_database, output, fs.uri,
-                            union_schema(spark, uris), days)
-    log_event(log, "hive_table_synced", table=f"{opts.hive_database}.{output}", **stats)
+    t = opts.tables
+    stats = hive.sync_table(spark, t.database, t.table(output), table_location(fs.uri, output),
+                            columns_of(schemas), days)
+    log_event(log, "hive_table_synced", table=f"{t.database}.{t.table(output)}", **stats)
 
 
 def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
@@ -186,6 +194,9 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
                 summary.complete_written += complete.write_complete(fs, output, day, doc)
         if opts.hive and days and not opts.dry_run:
             sync_hive(spark, fs, opts, output, days, written)
+    quarantine_days = list_days(fs, QUARANTINE_DIR)
+    if opts.hive and quarantine_days and not opts.dry_run and not opts.outputs:
+        sync_hive(spark, fs, opts, QUARANTINE_DIR, quarantine_days, [])
     summary.seconds = time.monotonic() - started
     log_event(log, "compaction_done", dry_run=opts.dry_run, **{k: v for k, v in vars(summary).items()
                                          if k != "problems"}, problems=len(summary.problems))

@@ -20,6 +20,7 @@ from garmexport.compaction.job import CompactOptions, Summary, run
 from garmexport.compaction.names import CompactedName
 from garmexport.compaction.scan import ranges_from_json
 from garmexport.compaction.swap import CRASH_ENV, STEPS
+from garmexport.hive_tables import TableNaming
 from garmexport.naming import MS_PER_DAY, epoch_day
 from tests.spark.exporter_like import (data_files, markers_for, read_rows, write_day,
                                        write_raw)
@@ -36,7 +37,7 @@ def options(root: str, database: str, target: int, **kw: Any) -> CompactOptions:
     return CompactOptions(root_uri=LocalFs(root).uri, lateness_s=3600.0,
                           target_file_bytes=target,
                           sort_columns=("kafka_partition", "kafka_offset"), codec="zstd",
-                          hive_database=database, **kw)
+                          tables=TableNaming(database), **kw)
 
 
 def hive_count(spark: Any, database: str, output: str, where: str = "") -> int:

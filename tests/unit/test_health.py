@@ -78,6 +78,17 @@ def test_an_unreachable_broker_makes_the_exporter_unready_and_says_why() -> None
     assert health.readiness().ok
 
 
+def test_a_detail_note_shows_in_the_ready_body_without_failing_it() -> None:
+    # Hive registration failing must not make instances unready (it would stall upgrades).
+    health = ready_health()
+    health.set_detail("hive", "hive registration failing (3x): connection refused")
+    status = health.readiness()
+    assert status.ok and json.loads(status.body())["detail"] == {
+        "hive": "hive registration failing (3x): connection refused"}
+    health.set_detail("hive", "")
+    assert "detail" not in json.loads(health.readiness().body())
+
+
 def test_an_empty_assignment_is_ready() -> None:
     # An extra instance during a rolling upgrade holds no partition and must not stall it.
     health = ready_health()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.storage.retry import retry
