@@ -31,7 +31,7 @@ from typing import Protocol
 
 from garmexport.config import Config, HiveConfig
 from garmexport.errors import MetastoreError
-from garmexport.flush import next_backoff_s
+from garmexport.backoff import nominal_delay_s
 from garmexport.hive_tables import (TableNaming, columns_of, dataset_schema, new_columns,
                                     partition_location, table_location)
 from garmexport.logs import log_event
@@ -162,8 +162,8 @@ class Registrar:
                         log.exception("hive registration round raised")
                         store = None
                     failures += 1
-                    retry_at = self._clock() + next_backoff_s(failures, RETRY_INITIAL_S,
-                                                              self._retry_max_s)
+                    retry_at = self._clock() + nominal_delay_s(failures, RETRY_INITIAL_S,
+                                                               self._retry_max_s)
                     self._problem = f"hive registration failing ({failures}x): {exc}"
                     self._metrics.hive_failure()
                     log_event(log, "hive_register_failed", level=logging.WARNING,
