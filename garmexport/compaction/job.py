@@ -30,9 +30,10 @@ from garmexport.compaction.markers import read_markers
 from garmexport.compaction.names import CompactedName, day_dir, sidecar_path, staging_path
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
 from garmexport.compaction.recover import commit_swap, recover_all
-from garmexport.compaction.scan import footer, list_days, list_outputs, ranges_to_json, scan_day
+from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
 from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
+from garmexport.footer import read_footer
 from garmexport.hive_tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.logs import log_event
 from garmexport.naming import QUARANTINE_DIR, epoch_day
@@ -158,7 +159,7 @@ def sync_hive(spark: Any, fs: FileOps, opts: CompactOptions, output: str, days: 
         newest, _, _ = scan_day(fs, output, days[-1])
         samples = {f.schema_key or f.name: f"{day_dir(output, days[-1])}/{f.name}"
                    for f in newest}
-        schemas = [footer(fs, p).schema.to_arrow_schema()
+        schemas = [read_footer(fs, p).schema.to_arrow_schema()
                    for p in list(written) + list(samples.values())]
     if not schemas:
         log_event(log, "hive_table_skipped", output=output, reason="no data file to read")
