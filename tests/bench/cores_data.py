@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +55,6 @@ def batches(count: int = 4, bad_share: float = 0.002, batch: int = BATCH) -> lis
         raise RuntimeError(f"only {len(pairs)} records of the most frequent type")
     return [Batch(REGISTRY[marker], [v for v, _ in pairs[i * batch:(i + 1) * batch]],
                   [o for _, o in pairs[i * batch:(i + 1) * batch]]) for i in range(count)]
-
-
-def cpu_and_wall(fn, *args) -> tuple[float, float]:
-    """(process CPU seconds, wall seconds) of ``fn(*args)``."""
-    c0, w0 = time.process_time(), time.perf_counter()
-    fn(*args)
-    return time.process_time() - c0, time.perf_counter() - w0
 
 
 def median(values: list[float]) -> float:
