@@ -100,6 +100,8 @@ class Reader:
         self._store_error = ("publish", "")
         #: garmexport.hive_register.Registrar, or None: told what was published
         self.registrar: Any = None
+        #: whether ``first_record`` was logged: once per reader, so once per process
+        self.first_record_logged = False
 
     # --- assignment -----------------------------------------------------------------
     def assign(self, partitions: Iterable[int]) -> dict[int, int | None]:
@@ -169,6 +171,11 @@ class Reader:
         a = self.assigned.get(partition)
         if a is None or not records:
             return
+        if not self.first_record_logged:  # the start of the steady state, for benchmarks
+            self.first_record_logged = True
+            log_event(log, "first_record", partition=partition,
+                      offset=records[0].offset(),  # type: ignore[attr-defined]
+                      process_cpu_s=round(time.process_time(), 3))
         routed = route(records, a.lows, self.window)
         upto = routed.last_offset
         if a.ledger.processed < 0 and not a.keeper.markers:

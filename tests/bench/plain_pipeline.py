@@ -12,7 +12,12 @@ the exporter) when it reaches ``--file-rows`` rows, when all buffered tables exc
 No actors, no commit protocol, no markers, no quarantine: it is the work without the
 guarantees, the floor a plain implementation would reach. Prints one JSON line: ``consumed``,
 ``rows``, ``files``, ``first_record_wall_s``, ``done_wall_s`` (after the last file is
-written), ``start_wall_s``. Exits 1 if ``--timeout-s`` passes before ``N`` records.
+written), ``start_wall_s``, and the process's CPU seconds (all threads, librdkafka's
+included) at the first record and at done, ``first_record_cpu_s`` and ``done_cpu_s``.
+Exits 1 if ``--timeout-s`` passes before ``N`` records.
+
+:func:`main` takes the decoder and the file writer as arguments, so ``native_floor.py``
+runs this same loop with the exporter's native decoder and Parquet settings.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -43,8 +49,10 @@ MS_PER_DAY = 86_400_000
 class Sink:
     """Tables per (output, epoch day); written as one Parquet file per group when flushed."""
 
-    def __init__(self, out: Path, file_rows: int, budget_bytes: int) -> None:
+    def __init__(self, out: Path, file_rows: int, budget_bytes: int,
+                 write_file: Callable[[pa.Table, Path], None] | None = None) -> None:
         self.out, self.file_rows, self.budget_bytes = out, file_rows, budget_bytes
+        self.write_file = write_file or write_zstd
         self.groups: dict[tuple[str, int], list[pa.Table]] = {}
         self.rows: dict[tuple[str, int], int] = {}
         self.nbytes: dict[tuple[str, int], int] = {}
@@ -71,8 +79,7 @@ class Sink:
         directory = self.out / output / f"day={day_name(day)}"
         directory.mkdir(parents=True, exist_ok=True)
         table = pa.concat_tables(tables)
-        pq.write_table(table, directory / f"part-{self.files:05d}.parquet", compression="zstd",
-                       row_group_size=256 * 1024)
+        self.write_file(table, directory / f"part-{self.files:05d}.parquet")
         self.files += 1
         self.written_rows += table.num_rows
 
@@ -81,9 +88,19 @@ class Sink:
             self.write(key)
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_zstd(table: pa.Table, path: Path) -> None:
+    """One Parquet file, zstd as the exporter, Arrow's other defaults."""
+    pq.write_table(table, path, compression="zstd", row_group_size=256 * 1024)
+
+
+Decoder = Callable[..., tuple[pa.Table, list]]  # (event_type, values, partition, offsets)
+
+
+def main(argv: list[str] | None = None, decode_batch: Decoder = decode_batch,
+         write_file: Callable[[pa.Table, Path], None] = write_zstd,
+         description: str = __doc__) -> int:
     start = time.time()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
@@ -96,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
     consumer.subscribe([args.topic])
-    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes)
+    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_file)
     pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}
 
     def decode(key: tuple[int, int]) -> None:
@@ -105,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         table, _failures = decode_batch(event_type, values, key[1], offsets)
         sink.add(event_type.output, table)
 
-    consumed, first = 0, None
+    consumed, first, first_cpu = 0, None, None
     deadline = time.monotonic() + args.timeout_s
     try:
         while consumed < args.events and time.monotonic() < deadline:
@@ -113,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 if msg.error() is not None:
                     continue
                 if first is None:
-                    first = time.time()
+                    first, first_cpu = time.time(), time.process_time()
                 consumed += 1
                 value = msg.value()
                 head = read_head(value)
@@ -131,10 +148,11 @@ def main(argv: list[str] | None = None) -> int:
             decode(key)
         sink.close()
     finally:
-        done = time.time()
+        done, done_cpu = time.time(), time.process_time()
         consumer.close()
     print(json.dumps({"consumed": consumed, "rows": sink.written_rows, "files": sink.files,
                       "start_wall_s": start, "first_record_wall_s": first, "done_wall_s": done,
+                      "first_record_cpu_s": first_cpu, "done_cpu_s": done_cpu,
                       "pid": os.getpid()}), flush=True)
     return 0 if consumed >= args.events else 1
 

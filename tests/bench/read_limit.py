@@ -3,8 +3,9 @@
 ``python tests/bench/read_limit.py --bootstrap H:P --topic T --group G --events N`` reads
 the topic from the start with its own consumer group until it has seen ``N`` records, then
 prints one JSON line: ``consumed``, ``first_record_wall_s`` (time.time()
-when the first record arrived, i.e. after the group join), ``done_wall_s`` and
-``start_wall_s`` (after imports). The only setting beyond the defaults is the one garmexport
+when the first record arrived, i.e. after the group join), ``done_wall_s``,
+``start_wall_s`` (after imports), and the process's CPU seconds (all threads) at the first
+record and at done, ``first_record_cpu_s`` and ``done_cpu_s``. The only setting beyond the defaults is the one garmexport
 also sets (``fetch.queue.backoff.ms=10``), so the loop is the ceiling garmexport's reader
 could reach through librdkafka. Exits 1 if ``--timeout-s`` passes before ``N`` records.
 """
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
     consumer.subscribe([args.topic])
-    consumed, first = 0, None
+    consumed, first, first_cpu = 0, None, None
     deadline = time.monotonic() + args.timeout_s
     try:
         while consumed < args.events and time.monotonic() < deadline:
@@ -39,13 +40,14 @@ def main(argv: list[str] | None = None) -> int:
                 if msg.error() is not None:
                     continue
                 if first is None:
-                    first = time.time()
+                    first, first_cpu = time.time(), time.process_time()
                 consumed += 1
     finally:
-        done = time.time()
+        done, done_cpu = time.time(), time.process_time()
         consumer.close()
     print(json.dumps({"consumed": consumed, "start_wall_s": start,
-                      "first_record_wall_s": first, "done_wall_s": done}), flush=True)
+                      "first_record_wall_s": first, "done_wall_s": done,
+                      "first_record_cpu_s": first_cpu, "done_cpu_s": done_cpu}), flush=True)
     return 0 if consumed >= args.events else 1
 
 
