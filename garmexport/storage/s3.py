@@ -32,6 +32,7 @@ import threading
 import uuid
 from typing import Any
 
+import botocore.handlers
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
@@ -60,6 +61,10 @@ class S3Storage(Storage):
             "s3", endpoint_url=o.endpoint_url, region_name=o.region or "us-east-1",
             aws_access_key_id=o.access_key_id, aws_secret_access_key=o.secret_access_key,
             config=config)
+        # No "Expect: 100-continue" on uploads: SeaweedFS 4.48 answers it in a way urllib3
+        # cannot parse, and the PUT then hangs until the read timeout. A body is one file,
+        # sent once; waiting for the 100 first saves nothing when the PUT is accepted.
+        self._client.meta.events.unregister("before-call.s3", botocore.handlers.add_expect_header)
         self._staged: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
