@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from garmexport.naming import LABEL_PATTERN
+from garmexport.protocol.naming import LABEL_PATTERN
 
 MiB = 1024 * 1024
 DAY_S = 24 * 3600

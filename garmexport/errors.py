@@ -16,7 +16,7 @@
                                                        never caught, the process exits non-zero
 
 Records that cannot be decoded are not exceptions: they are values
-(:class:`garmexport.frames.DecodeFailure`) that go to quarantine.
+(:class:`garmexport.wire.frames.DecodeFailure`) that go to quarantine.
 """
 
 from __future__ import annotations

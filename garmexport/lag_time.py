@@ -26,7 +26,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from garmexport.resume import Marker
+from garmexport.protocol.resume import Marker
 
 #: samples closer than this in Kafka time add nothing
 SAMPLE_EVERY_MS = 1000

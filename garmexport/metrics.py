@@ -3,7 +3,7 @@
 The exporter calls the typed methods of :class:`Metrics`; nothing else in the code base
 imports ``prometheus_client`` for instrumentation. The registry is an argument, never the
 global default, so each test builds a fresh one. ``config/METRICS.md`` is the table of
-names, types, labels and meanings; ``tests/unit/test_dashboard.py`` keeps the alert rules
+names, types, labels and meanings; ``tests/unit/shipped/test_dashboard.py`` keeps the alert rules
 and the dashboard to these names.
 
 Vocabulary: ``type`` is an output name (``fs``, ``jvm_gc``, ...) or ``_frame`` for records

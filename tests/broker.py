@@ -22,8 +22,8 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from garmexport import embedded_broker
-from garmexport.embedded_broker import create_topic, free_port, tansu_binary  # noqa: F401 - re-exported
+from garmexport.tools import embedded_broker
+from garmexport.tools.embedded_broker import create_topic, free_port, tansu_binary  # noqa: F401 - re-exported
 
 #: Consumer-group timings for tests: tansu makes every join wait about session.timeout.ms / 2.
 GROUP_SETTINGS: Mapping[str, object] = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 300}
@@ -54,7 +54,7 @@ class Broker(embedded_broker.Broker):
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
                  env: Mapping[str, str] | None = None, port: int | None = None) -> Broker:
-    """Start tansu (see :func:`garmexport.embedded_broker.start_broker`)."""
+    """Start tansu (see :func:`garmexport.tools.embedded_broker.start_broker`)."""
     started = embedded_broker.start_broker(workdir, storage_engine, env, port)
     return Broker(started.process, started.port, started.log_path)
 

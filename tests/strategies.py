@@ -18,7 +18,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from hypothesis import strategies as st
 
-from garmexport.events import EXPORTED, HEADER, REGISTRY, EventType
+from garmexport.wire.events import EXPORTED, HEADER, REGISTRY, EventType
 
 _F = FieldDescriptor
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from garmexport.naming import MS_PER_DAY
+from garmexport.protocol.naming import MS_PER_DAY
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
 from garmexport.compaction.plan import InputFile
-from garmexport.naming import FileName
+from garmexport.protocol.naming import FileName
 
 
 def visible_data(names: Iterable[str]) -> list[str]:

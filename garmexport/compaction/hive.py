@@ -1,7 +1,7 @@
-"""Hive tables through Spark SQL: the tables of :mod:`garmexport.hive_tables`.
+"""Hive tables through Spark SQL: the tables of :mod:`garmexport.hive.tables`.
 
 One EXTERNAL table per dataset (names, columns and locations from
-:mod:`garmexport.hive_tables`, the rules the exporter's registration uses too), one
+:mod:`garmexport.hive.tables`, the rules the exporter's registration uses too), one
 partition per day directory (raw and compacted files share it, see :mod:`.swap`). The
 statements are built by pure functions; :func:`sync_table` runs them:
 
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from garmexport.hive_tables import PARTITION_COLUMN, new_columns
+from garmexport.hive.tables import PARTITION_COLUMN, new_columns
 from garmexport.logs import log_event
 
 log = logging.getLogger(__name__)

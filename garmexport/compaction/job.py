@@ -9,7 +9,7 @@ Order, and why:
 3. Per output, per closed day: scan, plan (pure), write with Spark into staging, commit the
    swap (:mod:`.swap`), then write ``_COMPLETE`` when the day is fully compacted.
 4. Per output, and for ``_quarantine``: the Hive table gets new columns and the new day
-   partitions (tables as :mod:`garmexport.hive_tables` defines them).
+   partitions (tables as :mod:`garmexport.hive.tables` defines them).
 
 Every step can be repeated after a crash: a rerun recovers, re-plans from what is on disk,
 and the DDL is IF NOT EXISTS.
@@ -33,10 +33,10 @@ from garmexport.compaction.recover import commit_swap, recover_all
 from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
 from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
-from garmexport.footer import read_footer
-from garmexport.hive_tables import TableNaming, columns_of, dataset_schema, table_location
+from garmexport.storage.footer import read_footer
+from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.logs import log_event
-from garmexport.naming import QUARANTINE_DIR, epoch_day
+from garmexport.protocol.naming import QUARANTINE_DIR, epoch_day
 
 log = logging.getLogger(__name__)
 

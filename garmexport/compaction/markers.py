@@ -1,7 +1,7 @@
 """What the exporter's markers tell compaction: W per (feed, partition, type) and progress.
 
 Reads ``_offsets/<source>+<topic>/<PPPPP>/m+*.json`` (intents and foreign names are
-ignored) and merges them with the exporter's own rules (:mod:`garmexport.resume`): W of a
+ignored) and merges them with the exporter's own rules (:mod:`garmexport.protocol.resume`): W of a
 type is the maximum over markers (W only grows; a stale marker only lowers it, which makes
 compaction fold less, never more). A type no marker names has no W here -- stricter than
 the exporter's resume, which lets unnamed types inherit the seek position -- so its files
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from garmexport.compaction.closed import PartitionProgress
 from garmexport.compaction.fs import FileOps
 from garmexport.logs import log_event
-from garmexport.naming import OFFSETS_DIR, MarkerName
-from garmexport.resume import Marker, merge_low
+from garmexport.protocol.naming import OFFSETS_DIR, MarkerName
+from garmexport.protocol.resume import Marker, merge_low
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ Layout (``/``-separated paths relative to the output root)::
 
 Invariants:
 
-- A compacted name never parses as an exporter name (:meth:`garmexport.naming.FileName.parse`
+- A compacted name never parses as an exporter name (:meth:`garmexport.protocol.naming.FileName.parse`
   gives None: the third field is ``c`` + 6 digits, never 5 digits), so the exporter and its
   fencing never mistake one for a raw file, and a raw name never parses as compacted.
 - The generation G only grows per (output, day), so a new generation never reuses a name.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from garmexport.naming import LABEL_PATTERN, check_label
+from garmexport.protocol.naming import LABEL_PATTERN, check_label
 
 COMPACTION_DIR = "_compaction"
 COMPLETE = "_COMPLETE"

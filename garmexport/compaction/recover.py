@@ -16,7 +16,7 @@ from garmexport.compaction.names import COMPACTION_DIR, day_dir, journal_path, p
 from garmexport.compaction.swap import Journal, apply, crash_point, roll_forward
 from garmexport.errors import ProtocolViolation
 from garmexport.logs import log_event
-from garmexport.naming import parse_day_dir
+from garmexport.protocol.naming import parse_day_dir
 
 log = logging.getLogger(__name__)
 

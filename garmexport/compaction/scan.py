@@ -15,8 +15,8 @@ import json
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
 from garmexport.compaction.plan import InputFile, Range
-from garmexport.footer import FileFacts, read_footer
-from garmexport.naming import FileName, parse_day_dir
+from garmexport.storage.footer import FileFacts, read_footer
+from garmexport.protocol.naming import FileName, parse_day_dir
 
 
 def list_days(fs: FileOps, output: str) -> list[str]:

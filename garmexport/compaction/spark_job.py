@@ -26,7 +26,7 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import day_dir
 from garmexport.compaction.plan import DayPlan
 from garmexport.errors import ProtocolViolation
-from garmexport.footer import read_footer
+from garmexport.storage.footer import read_footer
 
 _PART_RE = re.compile(r"^part-(\d{5})-.*\.parquet$")
 

@@ -14,7 +14,7 @@ Every backend gives these guarantees (each backend module restates how it keeps 
   ambiguous publish (the store may or may not have done it) is resolved by the backend
   before it returns: it checks whether the path now holds exactly the staged bytes.
 
-Only :mod:`garmexport.publisher` calls ``publish``.
+Only :mod:`garmexport.pipeline.publisher` calls ``publish``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import abc
 from dataclasses import dataclass
 
 from garmexport.errors import StorageError
-from garmexport.naming import TMP_DIR
+from garmexport.protocol.naming import TMP_DIR
 from garmexport.storage import paths
 
 

@@ -3,7 +3,7 @@
 Every backend takes ``/``-separated paths relative to its root. A path that could escape
 the root (absolute, ``..``, empty parts) is a programming error: ValueError, never a
 storage operation. Temp files live under ``_tmp/<instance>/`` (see
-:mod:`garmexport.naming`), one fresh UUID per staged file, so two stagers never share a
+:mod:`garmexport.protocol.naming`), one fresh UUID per staged file, so two stagers never share a
 name and ``gc_temp`` can tell temp files of every instance apart from output.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from garmexport.naming import TMP_DIR, check_label
+from garmexport.protocol.naming import TMP_DIR, check_label
 
 
 def clean(path: str, *, allow_root: bool = False) -> str:

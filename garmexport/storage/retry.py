@@ -6,7 +6,7 @@ Rules (design 4.6): a failed write or publish is retried with back-off; when the
 a failure: it is never retried. Sleep, clock and randomness are arguments so tests run
 without waiting.
 
-Delays: :func:`garmexport.backoff.jittered_delay_s`, the one back-off formula with "equal
+Delays: :func:`garmexport.protocol.backoff.jittered_delay_s`, the one back-off formula with "equal
 jitter" (never less than half the nominal delay, so a burst of failing callers spreads out
 without hammering the store).
 """
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from garmexport.backoff import jittered_delay_s
+from garmexport.protocol.backoff import jittered_delay_s
 from garmexport.errors import PublishConflict, StorageError
 
 T = TypeVar("T")

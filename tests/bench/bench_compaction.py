@@ -29,7 +29,7 @@ from garmexport.compaction.job import CompactOptions, run  # noqa: E402
 from garmexport.compaction.plan import plan_day  # noqa: E402
 from garmexport.compaction.scan import scan_day  # noqa: E402
 from garmexport.compaction.spark_job import build_session  # noqa: E402
-from garmexport.naming import MS_PER_DAY, epoch_day  # noqa: E402
+from garmexport.protocol.naming import MS_PER_DAY, epoch_day  # noqa: E402
 from tests.spark.conftest import local_spark_conf  # noqa: E402
 from tests.spark.exporter_like import markers_for, write_day  # noqa: E402
 

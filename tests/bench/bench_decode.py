@@ -19,9 +19,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
 from google.protobuf.descriptor import FieldDescriptor as F  # noqa: E402
 
-from garmexport import columns, columns_reference  # noqa: E402
-from garmexport.events import EXPORTED, HEADER, by_output  # noqa: E402
-from garmexport.frames import encode  # noqa: E402
+from garmexport.wire import columns, columns_reference  # noqa: E402
+from garmexport.wire.events import EXPORTED, HEADER, by_output  # noqa: E402
+from garmexport.wire.frames import encode  # noqa: E402
 
 WORDS = ["SUCCESS", "RUNNING", "NODE_LOCAL", "ResultTask", "default", "hdfs", "read", "alice"]
 

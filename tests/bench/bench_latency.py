@@ -31,8 +31,8 @@ from procstats import kill_tree, spawn  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: E402
 
-from garmexport.events import REGISTRY  # noqa: E402
-from garmexport.frames import DecodeFailure, read_head  # noqa: E402
+from garmexport.wire.events import REGISTRY  # noqa: E402
+from garmexport.wire.frames import DecodeFailure, read_head  # noqa: E402
 
 TOPIC, PARTITIONS = "garmadon", 4
 

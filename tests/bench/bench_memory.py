@@ -40,7 +40,7 @@ from bench_pipeline import (MB, exporter_env, metrics_port, produce_events,  # n
                             run_exporters, start_exporter, start_with_topic)
 from procstats import TreeSampler, kill_tree  # noqa: E402
 
-from garmexport.events import EXPORTED  # noqa: E402
+from garmexport.wire.events import EXPORTED  # noqa: E402
 
 MiB = 1024 * 1024
 UNIFORM = {t.name: 1.0 for t in EXPORTED}
@@ -118,7 +118,7 @@ def open_writers(work: Path, bootstrap: str, events: int, budget_mib: int) -> di
 
 
 def new_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from garmexport.embedded_broker import create_topic
+    from garmexport.tools.embedded_broker import create_topic
 
     create_topic(bootstrap, topic, partitions)
 

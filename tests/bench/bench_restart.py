@@ -32,11 +32,11 @@ from bench_pipeline import (exporter_env, log_events, log_wall_s, produce_events
                             start_exporter, start_with_topic)
 from procstats import kill_tree  # noqa: E402
 
-from garmexport.columns import schema_for  # noqa: E402
-from garmexport.events import EXPORTED  # noqa: E402
-from garmexport.naming import FileName, MarkerName, data_path, day_name, partition_dir  # noqa: E402
-from garmexport.parquet_io import FileFacts, to_parquet_bytes  # noqa: E402
-from garmexport.resume import Marker  # noqa: E402
+from garmexport.wire.columns import schema_for  # noqa: E402
+from garmexport.wire.events import EXPORTED  # noqa: E402
+from garmexport.protocol.naming import FileName, MarkerName, data_path, day_name, partition_dir  # noqa: E402
+from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes  # noqa: E402
+from garmexport.protocol.resume import Marker  # noqa: E402
 
 DAY_MS = 86_400_000
 SOURCE, TOPIC = "local", "garmadon"

@@ -44,10 +44,10 @@ import time
 import pyarrow as pa
 from cores_data import Batch, batches, loadavg, median  # tests/bench, the script's directory
 
-from garmexport import columns, frame_arrays, upb_check
-from garmexport.events import HEADER
-from garmexport.frames import Reason
-from garmexport.parquet_io import FileFacts, to_parquet_bytes
+from garmexport.wire import columns, frame_arrays, upb_check
+from garmexport.wire.events import HEADER
+from garmexport.wire.frames import Reason
+from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
 
 FACTS = FileFacts("bench", "bench", 0, 0, 0, 0)
 

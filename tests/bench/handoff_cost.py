@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from cores_data import batches, loadavg, median  # tests/bench, the script's directory
 
-from garmexport import columns, frame_arrays
-from garmexport.parquet_io import FileFacts, to_parquet_bytes
+from garmexport.wire import columns, frame_arrays
+from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
 
 
 def ipc_bytes(table_or_batch) -> bytes:

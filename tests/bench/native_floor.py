@@ -6,8 +6,8 @@ per (type, partition) into batches of ``--batch``, tables kept per (type, day), 
 file per group when it is large enough, over the budget, or at the end) with the two CPU
 steps garmexport uses instead of plain Python:
 
-- decoding with :func:`garmexport.columns.decode_batch` (upb check, ptars, Arrow compute);
-- writing with the exporter's Parquet settings (:func:`garmexport.parquet_io.to_parquet_bytes`:
+- decoding with :func:`garmexport.wire.columns.decode_batch` (upb check, ptars, Arrow compute);
+- writing with the exporter's Parquet settings (:func:`garmexport.pipeline.parquet_io.to_parquet_bytes`:
   zstd, 256k-row groups, dictionaries except on the all-distinct columns).
 
 No actors, no routing rules beyond the frame head, no intents, markers, links or fsyncs, no
@@ -26,8 +26,8 @@ from plain_pipeline import main as pipeline_main  # tests/bench, the script's di
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from garmexport.columns import decode_batch  # noqa: E402
-from garmexport.parquet_io import FileFacts, to_parquet_bytes  # noqa: E402
+from garmexport.wire.columns import decode_batch  # noqa: E402
+from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes  # noqa: E402
 
 #: to_parquet_bytes attaches file facts; the floor has no protocol, so these are fixed
 _FACTS = FileFacts("floor", "floor", 0, 0, 0, 0)

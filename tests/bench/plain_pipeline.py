@@ -3,7 +3,7 @@
 ``python tests/bench/plain_pipeline.py --bootstrap H:P --topic T --group G --events N --out DIR``
 reads the topic from the start with its own consumer group, checks every frame head, gathers
 records per (type, partition) into batches of ``--batch`` records, decodes each batch with
-the plain-Python reference decoder (:func:`garmexport.columns_reference.decode_batch`, the
+the plain-Python reference decoder (:func:`garmexport.wire.columns_reference.decode_batch`, the
 same Arrow columns as the exporter), splits the rows by UTC day of the event time and keeps
 the tables per (type, day). A (type, day) group is written as one Parquet file (zstd, as
 the exporter) when it reaches ``--file-rows`` rows, when all buffered tables exceed
@@ -38,10 +38,10 @@ import pyarrow.parquet as pq  # noqa: E402
 from baseline_consumer import baseline_consumer_settings  # noqa: E402 - tests/bench on sys.path
 from confluent_kafka import Consumer  # noqa: E402
 
-from garmexport.columns_reference import decode_batch  # noqa: E402
-from garmexport.events import REGISTRY  # noqa: E402
-from garmexport.frames import DecodeFailure, read_head  # noqa: E402
-from garmexport.naming import day_name  # noqa: E402
+from garmexport.wire.columns_reference import decode_batch  # noqa: E402
+from garmexport.wire.events import REGISTRY  # noqa: E402
+from garmexport.wire.frames import DecodeFailure, read_head  # noqa: E402
+from garmexport.protocol.naming import day_name  # noqa: E402
 
 MS_PER_DAY = 86_400_000
 

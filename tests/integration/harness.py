@@ -25,12 +25,12 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from garmexport.broker_scan import scan
-from garmexport.cli_produce import client_settings, produce as produce_records
+from garmexport.tools.broker_scan import scan
+from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.config import load_config
-from garmexport.generator import Spec
-from garmexport.naming import FileName, parse_day_dir
-from garmexport.recovery import read_partition_state
+from garmexport.tools.generator import Spec
+from garmexport.protocol.naming import FileName, parse_day_dir
+from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage
 
 ROOT = Path(__file__).resolve().parents[2]

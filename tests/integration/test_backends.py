@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from garmexport.config import OutputConfig
-from garmexport.recovery import read_partition_state
+from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage
 from garmexport.storage.options import from_output
 from tests.integration.harness import (

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from garmexport import cli
-from garmexport.embedded_broker import free_port
-from garmexport.verify import expected_from_records
+from garmexport.cli import main as cli
+from garmexport.tools.embedded_broker import free_port
+from garmexport.tools.verify import expected_from_records
 from tests.integration.harness import PYTHON, ROOT, Exporter, exporter_env, produce
 from tests.integration.test_offsets_cli import records_of
 
@@ -170,7 +170,7 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
     assert done.returncode == 1, done.stderr
     events = [json.loads(line) for line in lines(done.stderr)]  # raises on a line not JSON
     reading = [e["text"] for e in events if e["event"] == "progress"
-               and e["logger"] == "garmexport.verify" and "reading the output:" in e["text"]]
+               and e["logger"] == "garmexport.tools.verify" and "reading the output:" in e["text"]]
     assert len(reading) == len(written), done.stderr
     assert reading[-1].startswith(f"reading the output: {len(written)}/{len(written)} files, "
                                   f"{rows} rows"), reading[-1]

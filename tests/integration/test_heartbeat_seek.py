@@ -13,9 +13,9 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from garmexport import frames
-from garmexport.events import REGISTRY
-from garmexport.generator_messages import body, headers
+from garmexport.wire import frames
+from garmexport.wire.events import REGISTRY
+from garmexport.tools.generator_messages import body, headers
 from tests.integration.harness import (
     NOW_MS, Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
 )

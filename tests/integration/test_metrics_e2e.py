@@ -31,11 +31,11 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from garmexport.events import REGISTRY
-from garmexport import frames
-from garmexport.broker_scan import scan
-from garmexport.frames import Reason
-from garmexport.generator import BAD_KINDS
+from garmexport.wire.events import REGISTRY
+from garmexport.wire import frames
+from garmexport.tools.broker_scan import scan
+from garmexport.wire.frames import Reason
+from garmexport.tools.generator import BAD_KINDS
 from tests.integration.harness import Exporter, exporter_env, produce, topic_ends
 
 RECORDS = 20_000

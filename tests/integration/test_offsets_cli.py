@@ -13,9 +13,9 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from garmexport.broker_scan import scan
+from garmexport.tools.broker_scan import scan
 from garmexport.storage.open import open_storage
-from garmexport.verify import compare, expected_from_records, read_output
+from garmexport.tools.verify import compare, expected_from_records, read_output
 from tests.integration.harness import (
     PYTHON, ROOT, Exporter, exporter_env, produce, topic_ends, wait_caught_up,
 )

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from garmexport import frames
-from garmexport.cli_produce import client_settings, produce
+from garmexport.wire import frames
+from garmexport.cli.produce import client_settings, produce
 from garmexport.config import load_config
-from garmexport.events import REGISTRY
-from garmexport.generator import Spec, generate, parse_mix
+from garmexport.wire.events import REGISTRY
+from garmexport.tools.generator import Spec, generate, parse_mix
 from tests.broker import consume_all
 
 NOW = "2026-11-03T13:00:00+00:00"

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from garmexport import columns
-from garmexport.events import EXPORTED
-from garmexport.naming import FileName, IntentName, MarkerName, chain_path, day_name, partition_dir
-from garmexport.parquet_io import FileFacts, to_parquet_bytes
-from garmexport.publisher import write_marker
-from garmexport.recovery import read_partition_state
-from garmexport.resume import Marker
-from garmexport.router import ORIGINS
+from garmexport.wire import columns
+from garmexport.wire.events import EXPORTED
+from garmexport.protocol.naming import FileName, IntentName, MarkerName, chain_path, day_name, partition_dir
+from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
+from garmexport.pipeline.publisher import write_marker
+from garmexport.pipeline.recovery import read_partition_state
+from garmexport.protocol.resume import Marker
+from garmexport.pipeline.router import ORIGINS
 from garmexport.storage.local import LocalStorage
 from tests.integration.harness import Exporter, exporter_env
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from garmexport.config import load_config
-from garmexport.kafka_source import KafkaSource
+from garmexport.pipeline.kafka_source import KafkaSource
 from tests.integration.harness import produce
 
 

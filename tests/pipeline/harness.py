@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.config import Config
-from garmexport.events import EXPORTED
-from garmexport.generator import Spec, generate
-from garmexport.messages import WriterMessage
+from garmexport.wire.events import EXPORTED
+from garmexport.tools.generator import Spec, generate
+from garmexport.pipeline.messages import WriterMessage
 from garmexport.metrics import Metrics
-from garmexport.backoff import Backoff
-from garmexport.origin_writer import OriginWriter
-from garmexport.reader import Reader
+from garmexport.protocol.backoff import Backoff
+from garmexport.pipeline.origin_writer import OriginWriter
+from garmexport.pipeline.reader import Reader
 from garmexport.storage.base import Storage
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from garmexport.config import load_config
-from garmexport.events import EXPORTED
-from garmexport.frames import encode
+from garmexport.wire.events import EXPORTED
+from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage
 from tests.pipeline.harness import FakeRecord, Owner
 

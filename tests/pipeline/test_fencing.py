@@ -13,10 +13,10 @@ import random
 import pyarrow.parquet as pq
 
 from garmexport.config import load_config
-from garmexport.events import EXPORTED
-from garmexport.frames import encode
+from garmexport.wire.events import EXPORTED
+from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage
-from garmexport.verify import read_output
+from garmexport.tools.verify import read_output
 from tests.pipeline.harness import FakeRecord, Owner
 
 NOW_MS = 1_795_300_000_000
@@ -94,9 +94,9 @@ def test_a_resynced_owner_skips_what_the_winner_published_after_the_seek(tmp_pat
 
 
 def test_a_fenced_writer_publishes_nothing_more_until_it_is_reset(tmp_path):
-    from garmexport.messages import Batch
-    from garmexport.origin_writer import OriginWriter
-    from garmexport.resume import OriginState
+    from garmexport.pipeline.messages import Batch
+    from garmexport.pipeline.origin_writer import OriginWriter
+    from garmexport.protocol.resume import OriginState
 
     cfg = config(tmp_path, 10)
     storage = LocalStorage(str(tmp_path / "out"), "shared")

@@ -8,10 +8,10 @@ out. A trickle of records never counts as a burst, so it keeps to the age limit.
 from __future__ import annotations
 
 from garmexport.config import load_config
-from garmexport.events import EXPORTED
-from garmexport.frames import encode
+from garmexport.wire.events import EXPORTED
+from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage
-from garmexport.verify import read_output
+from garmexport.tools.verify import read_output
 from tests.pipeline.harness import FakeRecord, Owner
 
 NOW_MS = 1_795_300_000_000

@@ -8,8 +8,8 @@ count as waiting; a caught-up partition lags 0 however old its newest record.
 from __future__ import annotations
 
 from garmexport.config import load_config
-from garmexport.events import EXPORTED
-from garmexport.frames import encode
+from garmexport.wire.events import EXPORTED
+from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage
 from tests.pipeline.harness import FakeRecord, Owner
 

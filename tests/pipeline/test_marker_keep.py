@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from garmexport.config import load_config
-from garmexport.naming import MarkerName, partition_dir
-from garmexport.recovery import read_partition_state
+from garmexport.protocol.naming import MarkerName, partition_dir
+from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.local import LocalStorage
 from tests.pipeline.harness import Owner
 from tests.pipeline.test_fencing import held_exactly_once, records

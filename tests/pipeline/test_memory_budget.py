@@ -12,9 +12,9 @@ import time
 import pytest
 
 from garmexport.config import load_config
-from garmexport.generator import Spec, generate
+from garmexport.tools.generator import Spec, generate
 from garmexport.storage.local import LocalStorage
-from garmexport.verify import read_output
+from garmexport.tools.verify import read_output
 from tests.pipeline.harness import FakeRecord, Owner, every_type_by_partition
 
 PARTITIONS = 32

@@ -10,11 +10,11 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from garmexport.config import load_config
-from garmexport.events import EXPORTED
-from garmexport.frames import encode
+from garmexport.wire.events import EXPORTED
+from garmexport.wire.frames import encode
 from garmexport.metrics import Metrics
 from garmexport.storage.local import LocalStorage
-from garmexport.verify import read_output
+from garmexport.tools.verify import read_output
 from tests.disk_faults import frozen
 from tests.pipeline.harness import FakeRecord, Owner
 

@@ -12,13 +12,13 @@ import random
 import pyarrow.parquet as pq
 
 from garmexport.config import load_config
-from garmexport.events import REGISTRY, HEADER
-from garmexport.frames import encode
-from garmexport.messages import Batch
-from garmexport.naming import day_name
-from garmexport.held_rows import Packed
-from garmexport.origin_writer import OriginWriter
-from garmexport.resume import OriginState
+from garmexport.wire.events import REGISTRY, HEADER
+from garmexport.wire.frames import encode
+from garmexport.pipeline.messages import Batch
+from garmexport.protocol.naming import day_name
+from garmexport.pipeline.held_rows import Packed
+from garmexport.pipeline.origin_writer import OriginWriter
+from garmexport.protocol.resume import OriginState
 from garmexport.storage.local import LocalStorage
 
 FS = REGISTRY[1]

@@ -1,10 +1,10 @@
 """Output that looks like the exporter's: raw day files with footers, and markers.
 
 Until an exporter-produced day is run through compaction, the Spark tests and the
-benchmark build their input with this: names from :mod:`garmexport.naming`, the footer
+benchmark build their input with this: names from :mod:`garmexport.protocol.naming`, the footer
 key-value metadata of every data file, the exporter's columns (a few header/body fields,
 ``timestamp`` int64 ms, ``kafka_partition`` int32, ``kafka_offset`` int64), and marker JSON
-in the exporter's format (:class:`garmexport.resume.Marker`).
+in the exporter's format (:class:`garmexport.protocol.resume.Marker`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from garmexport.naming import FileName, MarkerName, data_path, epoch_day, partition_dir
-from garmexport.naming import MS_PER_DAY
+from garmexport.protocol.naming import FileName, MarkerName, data_path, epoch_day, partition_dir
+from garmexport.protocol.naming import MS_PER_DAY
 
 SOURCE, TOPIC = "local", "garmadon"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.naming import MS_PER_DAY
+from garmexport.protocol.naming import MS_PER_DAY
 from tests.spark.exporter_like import markers_for, write_day
 
 pytestmark = pytest.mark.spark

@@ -20,8 +20,8 @@ from garmexport.compaction.job import CompactOptions, Summary, run
 from garmexport.compaction.names import CompactedName
 from garmexport.compaction.scan import ranges_from_json
 from garmexport.compaction.swap import CRASH_ENV, STEPS
-from garmexport.hive_tables import TableNaming
-from garmexport.naming import MS_PER_DAY, epoch_day
+from garmexport.hive.tables import TableNaming
+from garmexport.protocol.naming import MS_PER_DAY, epoch_day
 from tests.spark.exporter_like import (data_files, markers_for, read_rows, write_day,
                                        write_raw)
 

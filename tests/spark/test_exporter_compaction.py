@@ -17,9 +17,9 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from garmexport.events import by_output
-from garmexport.frames import encode
-from garmexport.naming import MS_PER_DAY, day_name
+from garmexport.wire.events import by_output
+from garmexport.wire.frames import encode
+from garmexport.protocol.naming import MS_PER_DAY, day_name
 from tests.integration.harness import (
     NOW_MS, PYTHON, ROOT, Exporter, assert_exact, exporter_env, produce, topic_ends,
     wait_caught_up,

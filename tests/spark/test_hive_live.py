@@ -20,10 +20,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from garmexport.hive_local import beeline
-from garmexport.hive_metastore import Metastore
-from garmexport.hive_tables import TableNaming
-from garmexport.naming import QUARANTINE_DIR, parse_day_dir
+from garmexport.tools.hive_local import beeline
+from garmexport.hive.metastore import Metastore
+from garmexport.hive.tables import TableNaming
+from garmexport.protocol.naming import QUARANTINE_DIR, parse_day_dir
 from tests.integration.harness import (PYTHON, ROOT, Exporter, assert_exact, exporter_env,
                                        produce, topic_ends, wait_caught_up)
 from tests.spark.conftest import restart_metastore

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from garmexport.compaction.names import CompactedName
-from garmexport.embedded_broker import create_topic, free_port
-from garmexport.recovery import read_partition_state
+from garmexport.tools.embedded_broker import create_topic, free_port
+from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage
 from tests.broker import Broker
 from tests.integration.harness import assert_exact, produce, topic_ends

@@ -20,7 +20,7 @@ from garmexport.kafka_signals import client_log_settings
 
 CLIENTS = {"Consumer", "Producer", "AdminClient"}
 # module -> why its client needs no client_log_settings in the call itself
-ROUTED_ELSEWHERE = {"kafka_source.py": "KafkaSignals.settings merged into its settings"}
+ROUTED_ELSEWHERE = {"pipeline/kafka_source.py": "KafkaSignals.settings merged into its settings"}
 
 
 def _client_calls() -> list[tuple[str, int, str]]:

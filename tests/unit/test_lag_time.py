@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from garmexport.lag_time import MAX_SAMPLES, PositionTimes, lag_seconds, waiting
 from garmexport.metrics import Metrics
-from garmexport.resume import Marker
+from garmexport.protocol.resume import Marker
 
 
 def test_a_caught_up_partition_has_no_lag_however_old_its_records() -> None:

@@ -25,7 +25,7 @@ def test_the_pure_modules_type_check_strictly() -> None:
 
 def test_a_type_error_fails_the_check(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("from garmexport.naming import day_name\n\n\n"
+    bad.write_text("from garmexport.protocol.naming import day_name\n\n\n"
                    "def f(day) -> str:\n    return day_name('x')\n")
     result = mypy(str(bad))
     assert result.returncode == 1

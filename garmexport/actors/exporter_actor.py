@@ -1,0 +1,54 @@
+"""The top actor: starts the reader, stops everything on a failure or a stop request.
+
+On a failure it also ends the reader (and with it the writers): their timers would keep
+the actor system busy, and the in-process system hands ExportStopped to the main loop
+only once it is idle. Failures that follow the first are its echoes: not logged.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher
+
+from garmexport.logs import log_event
+from garmexport.pipeline.messages import (
+    ExportStopped, Failure, ReaderStopped, StartExport, StartReader, StopExport, StopReader,
+)
+from garmexport.actors.reader_actor import ReaderActor
+
+log = logging.getLogger("garmexport.exporter")
+
+
+class ExporterActor(ActorTypeDispatcher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.caller = None
+        self.reader = None
+        self.done = False
+
+    def receiveMsg_StartExport(self, msg: StartExport, sender: object) -> None:
+        self.caller = sender
+        self.reader = self.createActor(ReaderActor)
+        self.send(self.reader, StartReader(msg.config, msg.instance, self.myAddress, msg.source))
+
+    def receiveMsg_StopExport(self, msg: StopExport, sender: object) -> None:
+        if self.reader is not None:
+            self.send(self.reader, StopReader(msg.reason))
+
+    def receiveMsg_ReaderStopped(self, msg: ReaderStopped, sender: object) -> None:
+        self._stop(0, msg.reason)
+
+    def receiveMsg_Failure(self, msg: Failure, sender: object) -> None:
+        if self.done:
+            return
+        log_event(log, "failure", level=logging.ERROR, where=msg.where, traceback=msg.traceback)
+        self._stop(1, f"{msg.where}: {msg.traceback.strip().splitlines()[-1]}")
+        if self.reader is not None:
+            self.send(self.reader, ActorExitRequest())
+            self.reader = None
+
+    def _stop(self, code: int, reason: str) -> None:
+        if not self.done and self.caller is not None:
+            self.done = True
+            self.send(self.caller, ExportStopped(code, reason))

@@ -1,0 +1,85 @@
+"""The exporter process's composition root: every long-lived part, built once, here.
+
+:func:`wire` builds, in this order: the metrics on a fresh registry, health and its HTTP
+server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
+dead processes), the back-off that every writer of that store shares, the
+:class:`~garmexport.pipeline.reader.Reader`, the Hive partition registrar (when a metastore is
+configured), and the Kafka source bound to the reader. Nothing else
+builds them, and nothing is kept in process-global registries: the reader actor calls
+:func:`wire` when it starts and then only moves messages between the parts; writers get the
+store and the back-off in their ``StartWriter``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from garmexport.actors.actor_support import storage_for
+from garmexport.config import Config
+from garmexport.health import Health, HealthServer, serve
+from garmexport.hive.register import Registrar, start_registrar
+from garmexport.pipeline.kafka_source import KafkaSource
+from garmexport.logs import log_event
+from garmexport.pipeline.messages import WriterMessage
+from garmexport.metrics import Metrics
+from garmexport.protocol.backoff import Backoff
+from garmexport.pipeline.reader import KafkaPort, Reader
+from garmexport.storage.base import Storage
+
+log = logging.getLogger("garmexport.reader")
+#: temp files older than this belong to dead processes: a live one publishes a staged file
+#: within milliseconds of writing it
+TEMP_GC_AGE_S = 3600.0
+#: the shortest time without a tick (or with a failing store) before liveness fails
+MIN_LIVE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ExporterParts:
+    registry: CollectorRegistry
+    metrics: Metrics
+    health: Health
+    server: HealthServer
+    storage: Storage
+    backoff: Backoff  # one per store and process, shared by every writer
+    reader: Reader
+    source: KafkaSource
+    registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
+
+
+def wire(
+    config: Config,
+    instance: str,
+    send: Callable[[str, int, WriterMessage], None],
+    kafka: KafkaPort,
+    on_assign: Callable[[list[int]], Mapping[int, int | None]],
+    source: KafkaSource | None = None,
+) -> ExporterParts:
+    """Build one exporter's parts. ``send`` delivers a message to a writer, ``kafka`` is the
+    reader's view of the consumer, ``on_assign`` is called with each assignment (it returns
+    the seek positions); ``source`` is a consumer already subscribed (the group join under
+    way since start-up), or None to subscribe now. Raises OSError if the metrics address
+    cannot be bound, StorageError if the store cannot be opened."""
+    registry = CollectorRegistry()
+    metrics = Metrics.create(registry)
+    health = Health(live_timeout_s=max(MIN_LIVE_TIMEOUT_S, 10 * config.writer.poll_timeout_s),
+                    metrics=metrics)
+    health.tick(time.monotonic())
+    server = serve(config.metrics.host, config.metrics.port, registry, health)
+    log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)
+    storage = storage_for(config, instance)
+    removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
+    log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
+    reader = Reader(config, instance, storage, metrics, send, kafka)
+    reader.registrar = registrar = start_registrar(config, metrics)
+    source = (source if source is not None else KafkaSource(config)).bind(on_assign,
+                                                                          reader.revoke)
+    metrics.set_up(True)
+    backoff = Backoff(config.storage.retry_initial_s, config.storage.retry_max_s)
+    return ExporterParts(registry, metrics, health, server, storage, backoff, reader, source,
+                         registrar)

@@ -1,0 +1,121 @@
+"""``garmexport compact``: the command-line face of compaction.
+
+:func:`add_arguments` declares the options on the subcommand's parser;
+:func:`main` turns ``args`` and the frozen config into :class:`CompactOptions`
+(an option given on the command line wins over ``[compaction]`` in the config), starts
+Spark, runs one compaction, prints the summary and returns the exit code (0: done, 1: some
+files had problems and were left alone). Errors of the protocol or the store propagate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+from garmexport.compaction.fs import open_fs
+from garmexport.compaction.hadoop_root import spark_root
+from garmexport.compaction.job import CompactOptions, run
+from garmexport.compaction.report import reported
+from garmexport.compaction.spark_job import build_session
+from garmexport.compaction.spark_logs import LEVELS
+from garmexport.errors import ConfigError
+from garmexport.hive.tables import TableNaming
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    a = parser.add_argument
+    a("--output", action="append", default=None, metavar="NAME",
+      help="dataset (event type output name) to compact; repeatable; default: all")
+    a("--day", action="append", default=None, metavar="YYYY-MM-DD",
+      help="only this closed day; repeatable; default: every closed day")
+    a("--lateness-s", type=float, default=None,
+      help="seconds after a day's end (in event time) before it is closed")
+    a("--target-file-bytes", type=int, default=None, help="size compacted files aim at")
+    a("--sort-columns", default=None, help="comma-separated columns to sort each file by")
+    a("--codec", default=None, help="Parquet codec: zstd, snappy, gzip, lz4, none")
+    a("--database", default=None, help="Hive database of the tables")
+    a("--metastore-uri", default=None, help="thrift:// URI of a Hive metastore")
+    a("--master", default=None, help="Spark master URL (default from the config)")
+    a("--spark-conf", action="append", default=None, metavar="KEY=VALUE",
+      help="extra Spark setting; repeatable")
+    a("--spark-log-level", type=str.upper, default=None, choices=LEVELS,
+      help="lowest level of Spark's JVM log records shown (default from the config: ERROR)")
+    a("--no-hive", action="store_true", help="do not create or update Hive tables")
+    a("--dry-run", action="store_true", help="plan and print, change nothing")
+    a("--show-counts", action="store_true",
+      help="after compacting, print rows per table and day read through the Hive tables")
+
+
+def _opt(args: argparse.Namespace, name: str, default: Any) -> Any:
+    value = getattr(args, name, None)
+    return default if value is None else value
+
+
+def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
+    """CompactOptions from the command line over the config's ``[compaction]``."""
+    c = config.compaction
+    sort = _opt(args, "sort_columns", None)
+    return CompactOptions(
+        root_uri=spark_root(config.output.root, c.hadoop_root),
+        lateness_s=float(_opt(args, "lateness_s", c.lateness_s)),
+        target_file_bytes=int(_opt(args, "target_file_bytes", c.target_file_bytes)),
+        sort_columns=tuple(s.strip() for s in sort.split(",") if s.strip())
+        if sort is not None else tuple(c.sort_columns),
+        codec=_opt(args, "codec", c.codec),
+        hive=not getattr(args, "no_hive", False),
+        tables=replace(TableNaming.of(config.hive), database=_opt(args, "database",
+                                                                  config.hive.database)),
+        outputs=tuple(_opt(args, "output", ())),
+        days=tuple(_opt(args, "day", ())),
+        dry_run=bool(getattr(args, "dry_run", False)))
+
+
+def spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for item in _opt(args, "spark_conf", []):
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"--spark-conf {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def main(args: argparse.Namespace, config: Any) -> int:
+    """Run one compaction over ``config.output.root``; print progress and the summary."""
+    opts = options_from(args, config)
+    spark = build_session(_opt(args, "master", config.compaction.spark_master),
+                          _opt(args, "metastore_uri", config.hive.metastore_uri),
+                          spark_conf(args), log_level=_opt(
+                              args, "spark_log_level", config.compaction.spark_log_level))
+    try:
+        summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: run(
+            spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000)))
+        if getattr(args, "show_counts", False) and opts.hive:
+            print_counts(spark, opts.tables.database, config.log.format == "json")
+    finally:
+        spark.stop()
+    if config.log.format == "json":  # every line on stdout is JSON too
+        print(json.dumps({"event": "compaction_summary", "dry_run": opts.dry_run,
+                          **vars(summary)}, default=str))
+    else:
+        for problem in summary.problems:
+            print(f"left alone: {problem}")
+        print(summary.line(opts.dry_run))
+    return 1 if summary.problems else 0
+
+
+def print_counts(spark: Any, database: str, as_json: bool = False) -> None:
+    """Rows per table and day, as a reader of the Hive tables sees them (Spark SQL); one
+    JSON object per line when ``as_json``."""
+    if not as_json:
+        print(f"{'table':<40} {'day':<10} {'rows':>10}")
+    for row in spark.sql(f"SHOW TABLES IN `{database}`").collect():
+        table = f"`{database}`.`{row.tableName}`"
+        counts = spark.sql(f"SELECT day, count(*) AS n FROM {table} GROUP BY day ORDER BY day")
+        for c in counts.collect():
+            name = f"{database}.{row.tableName}"
+            print(json.dumps({"event": "table_rows", "table": name, "day": c.day,
+                              "rows": c.n}) if as_json else f"{name:<40} {c.day:<10} {c.n:>10}")

@@ -1,0 +1,319 @@
+"""``garmexport offsets [show|set]``: committed offsets and lag; start a deployment at chosen
+offsets or times.
+
+``show`` (the default) reads each partition's committed state from the output directory
+(:func:`garmexport.pipeline.recovery.read_partition_state`) and the partition's end from the broker,
+and prints :mod:`garmexport.tools.offsets_view`'s table (``--json``: its document). Partitions come
+from the broker's metadata, or with ``--no-broker`` from the ``_offsets/<cluster>+<topic>/``
+listing (then without end and lag). ``set`` plans with :mod:`garmexport.tools.offsets_set` and
+writes the markers (``--dry-run``: print only). Exit 0; 1 when ``set`` refuses a move (then
+nothing is written for any partition); 2 on a usage error.
+
+Broker reads, correct on both tansu and real Kafka:
+
+- **End of a partition** (:func:`read_ends`): a queried high watermark is exact on Kafka but,
+  on tansu, only the base offset of the last batch + 1, so it is used as a lower bound only.
+  An assigned consumer (no group) reads from one below it to partition EOF: one record on
+  Kafka, the last batch on tansu. The end is the largest of last consumed offset + 1, the
+  EOF position and the watermark that came with the fetch (``cached=True``), which are right
+  on both (and count trailing transaction markers on Kafka).
+- **Offset of a time** (:class:`RecordProbe`): ``offsets_for_times`` first; tansu answers 0
+  whatever the time, so the answer is only a hint that
+  :func:`garmexport.tools.offsets_set.first_offset_at_or_after` checks against the records around
+  it, falling back to a binary search that fetches one record per step. Tested here against
+  tansu (the fallback) and with a fake broker in unit tests (the hint check); the path
+  where a real Kafka's answer is accepted has not run against a real Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from garmexport.config import Config
+from garmexport.errors import BrokerError, ConfigError
+from garmexport.kafka_signals import client_log_settings
+
+_RECENT_MARKER_MS = 60_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=("show", "set"), default="show",
+                        help="show (default): committed offsets and lag; set: write markers")
+    parser.add_argument("--json", action="store_true", help="print a JSON document")
+    parser.add_argument("--no-broker", action="store_true",
+                        help="show: do not ask the broker (partitions from the output; no lag)")
+    parser.add_argument("--timeout-s", type=float, default=60.0,
+                        help="longest wait for one broker read (default 60)")
+    parser.add_argument("--partition", type=_not_negative, action="append", default=[],
+                        metavar="P",
+                        help="set: a partition (repeatable; the n-th --offset/--timestamp "
+                             "goes with the n-th --partition, or one value for all)")
+    parser.add_argument("--all-partitions", action="store_true",
+                        help="set: every partition of the topic")
+    parser.add_argument("--offset", type=_not_negative, action="append", default=[],
+                        metavar="O",
+                        help="set: the first offset the exporter reads")
+    parser.add_argument("--timestamp", type=_epoch_ms, action="append", default=[],
+                        metavar="T", help="set: start at the first record whose Kafka "
+                        "timestamp is >= T (ISO 8601, UTC if no zone; or epoch ms)")
+    parser.add_argument("--force", action="store_true",
+                        help="set: allow moving back over committed data, or past the end")
+    parser.add_argument("--dry-run", action="store_true", help="set: print, write nothing")
+
+
+def _not_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _epoch_ms(text: str) -> int:
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not ISO 8601 nor epoch ms: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _consumer(settings: Mapping[str, object]) -> Consumer:
+    conf = {k: v for k, v in settings.items() if k not in ("group.id", "partition.assignment.strategy")}
+    return Consumer({**conf, "group.id": f"garmexport-offsets-{uuid.uuid4().hex[:8]}",
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     **client_log_settings()})
+
+
+def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],
+              timeout_s: float) -> dict[int, tuple[int, int]]:
+    """(log start, end offset = last offset + 1) per partition (see the module docstring).
+    Raises BrokerError on a broker error or when EOF is not reached within ``timeout_s``."""
+    consumer = _consumer(settings)
+    try:
+        lows, start = {}, []
+        for p in partitions:
+            low, queried = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            lows[p] = max(low, 0)
+            start.append(TopicPartition(topic, p, max(lows[p], queried - 1)))
+        ends = {tp.partition: tp.offset for tp in start}
+        consumer.assign(start)
+        pending, deadline = set(partitions), time.monotonic() + timeout_s
+        while pending:
+            if time.monotonic() > deadline:
+                raise BrokerError(f"partitions {sorted(pending)} of {topic!r} did not reach EOF")
+            for m in consumer.consume(1000, 0.2):
+                err, p = m.error(), m.partition()
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    raise BrokerError(f"reading the end of {topic!r}: {err}")
+                ends[p] = max(ends[p], m.offset() + (0 if err is not None else 1))
+                if err is not None:
+                    _, cached = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+                    ends[p] = max(ends[p], cached)
+                    pending.discard(p)
+        return {p: (lows[p], ends[p]) for p in partitions}
+    except KafkaException as exc:
+        raise BrokerError(f"reading the end of {topic!r}: {exc}") from None
+    finally:
+        consumer.close()
+
+
+class RecordProbe:
+    """Single-record fetches and timestamp lookups on one topic (one assigned consumer)."""
+
+    def __init__(self, settings: Mapping[str, object], topic: str, timeout_s: float) -> None:
+        self.topic, self.timeout_s = topic, timeout_s
+        self.consumer = _consumer(settings)
+
+    def at(self, partition: int, offset: int) -> tuple[int, int] | None:
+        """(offset, Kafka timestamp ms) of the first record at or after ``offset``; None at
+        the end of the partition. Raises BrokerError."""
+        self.consumer.assign([TopicPartition(self.topic, partition, offset)])
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            m = self.consumer.poll(0.5)
+            if m is None or m.partition() != partition:
+                continue
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    return None
+                raise BrokerError(f"fetching {self.topic}[{partition}]@{offset}: {err}")
+            if m.offset() >= offset:  # anything older is from a previous assignment
+                return m.offset(), m.timestamp()[1]
+        raise BrokerError(f"no record nor EOF at {self.topic}[{partition}]@{offset} "
+                          f"within {self.timeout_s} s")
+
+    def offsets_for_times(self, partition: int, timestamp_ms: int, end: int) -> int | None:
+        """The broker's answer (``end`` for "no such record"), or None if it gave none."""
+        try:
+            [tp] = self.consumer.offsets_for_times(
+                [TopicPartition(self.topic, partition, timestamp_ms)], timeout=self.timeout_s)
+        except KafkaException:
+            return None
+        if tp.error is not None:
+            return None
+        return end if tp.offset < 0 else tp.offset
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _partitions(args: argparse.Namespace, config: Config, storage) -> list[int]:
+    from garmexport.tools.broker_scan import REACH_TIMEOUT_S, partitions_of
+    from garmexport.protocol.naming import OFFSETS_DIR
+
+    if not args.no_broker:
+        try:
+            return partitions_of(config.consumer_settings(), config.source.topic,
+                                 min(args.timeout_s, REACH_TIMEOUT_S))
+        except BrokerError as exc:
+            hint = ("; --timestamp needs the broker: start it, or give --offset with "
+                    "--no-broker" if args.action == "set" and args.timestamp
+                    else "; pass --no-broker to read only the output directory")
+            raise BrokerError(f"{exc}{hint}") from None
+    src = config.source
+    listed = storage.list(f"{OFFSETS_DIR}/{src.cluster}+{src.topic}")
+    return sorted(int(e.name) for e in listed if e.is_dir and e.name.isdigit())
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    from garmexport.actors.actor_support import storage_for
+
+    if args.action == "show" and (args.partition or args.all_partitions or args.offset
+                                  or args.timestamp or args.force or args.dry_run):
+        raise ConfigError("--partition, --all-partitions, --offset, --timestamp, --force and "
+                          "--dry-run belong to 'offsets set'")
+    storage = storage_for(config, f"offsets-{uuid.uuid4().hex[:8]}")
+    if args.action == "set":
+        return _set(args, config, storage)
+    return _show(args, config, storage)
+
+
+def _show(args: argparse.Namespace, config: Config, storage) -> int:
+    from garmexport.tools.offsets_view import build_row, render, to_json
+    from garmexport.pipeline.recovery import read_partition_state
+
+    src = config.source
+    partitions = _partitions(args, config, storage)
+    ends = {} if args.no_broker else read_ends(config.consumer_settings(), src.topic,
+                                               partitions, args.timeout_s)
+    rows = []
+    for p in partitions:
+        rec = read_partition_state(storage, src.cluster, src.topic, p)
+        low, end = ends.get(p, (None, None))
+        first = low if src.start == "earliest" else end
+        rows.append(build_row(p, rec if rec.markers or rec.intents else None, end, first))
+    if args.json:
+        print(json.dumps(to_json(src.cluster, src.topic, rows), indent=2))
+    else:
+        print(render(src.cluster, src.topic, rows))
+    return 0
+
+
+def _targets(args: argparse.Namespace, partitions: list[int]) -> dict[int, int]:
+    """partition -> offset or timestamp (whichever was given); raises ConfigError."""
+    values = args.offset or args.timestamp
+    if bool(args.offset) == bool(args.timestamp):
+        raise ConfigError("offsets set needs --offset or --timestamp (not both)")
+    if bool(args.partition) == args.all_partitions:
+        raise ConfigError("offsets set needs --partition P (repeatable) or --all-partitions")
+    chosen = partitions if args.all_partitions else args.partition
+    if len(values) not in (1, len(chosen)) or (args.all_partitions and len(values) != 1):
+        raise ConfigError("give one --offset/--timestamp for all partitions, or one per --partition")
+    if len(set(chosen)) != len(chosen):
+        raise ConfigError(f"a partition is given twice: {chosen}")
+    unknown = sorted(set(chosen) - set(partitions)) if partitions else []
+    if unknown:
+        raise ConfigError(f"partitions {unknown} are not in the topic ({len(partitions)} partitions)")
+    return {p: values[0] if len(values) == 1 else values[i] for i, p in enumerate(chosen)}
+
+
+def _set(args: argparse.Namespace, config: Config, storage) -> int:
+    from garmexport.tools.offsets_set import apply, first_offset_at_or_after, plan_move
+    from garmexport.pipeline.recovery import read_partition_state
+    from garmexport.pipeline.router import ORIGINS
+
+    src, settings = config.source, config.consumer_settings()
+    if args.timestamp and args.no_broker:
+        raise ConfigError("--timestamp needs the broker: drop --no-broker")
+    partitions = _partitions(args, config, storage) if (args.all_partitions or not args.no_broker) else []
+    targets = _targets(args, partitions)
+    ends = {} if args.no_broker else read_ends(settings, src.topic, sorted(targets), args.timeout_s)
+    now_ms = int(time.time() * 1000)
+    moves, found = [], {}
+    probe = RecordProbe(settings, src.topic, args.timeout_s) if args.timestamp else None
+    try:
+        for p, value in sorted(targets.items()):
+            low, end = ends.get(p, (None, None))
+            offset = value
+            if probe is not None:
+                hint = probe.offsets_for_times(p, value, end)
+                offset, probes, trusted = first_offset_at_or_after(
+                    value, low, end, lambda o, p=p: probe.at(p, o), hint)
+                found[p] = {"timestamp_ms": value, "offset": offset, "broker_answer": hint,
+                            "broker_answer_trusted": trusted, "probes": probes}
+            rec = read_partition_state(storage, src.cluster, src.topic, p)
+            first = low if src.start == "earliest" else end
+            moves.append((plan_move(p, offset, rec if rec.markers or rec.intents else None,
+                                    ORIGINS, now_ms=now_ms, force=args.force, end=end,
+                                    first_run_start=first), rec))
+    finally:
+        if probe is not None:
+            probe.close()
+    refused = [m for m, _ in moves if m.refused]
+    written: dict[int, list[str]] = {}
+    if not refused and not args.dry_run:
+        for move, _ in moves:
+            written[move.partition] = apply(storage, src.cluster, src.topic, move)
+    running = [m.partition for m, rec in moves
+               if any(now_ms - mk.written_at_ms < _RECENT_MARKER_MS for mk in rec.markers.values())]
+    _report_set(args, moves, found, written, refused, running)
+    return 1 if refused else 0
+
+
+def _report_set(args, moves, found, written, refused, running) -> None:
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, "refused": bool(refused), "partitions": [
+            {"partition": m.partition, "old_seek": m.old_seek, "old_position": m.old_position,
+             "new_seek": m.new_seek, "skipped": m.skipped, "behind": list(m.behind),
+             "refused": m.refused, "warnings": list(m.warnings), "unchanged": m.marker is None
+             and not m.refused, "written": written.get(m.partition, []),
+             **({"search": found[m.partition]} if m.partition in found else {})}
+            for m, _ in moves]}, indent=2))
+        return
+    for m, _ in moves:
+        how = found.get(m.partition)
+        via = (f" (timestamp {how['timestamp_ms']}: broker said {how['broker_answer']}, "
+               f"{'trusted' if how['broker_answer_trusted'] else 'searched'}, "
+               f"{how['probes']} probes)") if how else ""
+        old = "none (first run)" if m.old_seek is None else m.old_seek
+        state = ("REFUSED: " + m.refused) if m.refused else "unchanged" if m.marker is None \
+            else "dry run" if args.dry_run else "written" if m.partition in written else "not written"
+        print(f"partition {m.partition}: seek {old} -> {m.new_seek}{via}: {state}")
+        for w in m.warnings:
+            print(f"  warning: {w}", file=sys.stderr)
+        for path in written.get(m.partition, [])[1:]:
+            print(f"  deleted {path}")
+        if args.dry_run and m.marker is not None:
+            for name in list(m.delete_markers) + list(m.delete_intents):
+                print(f"  would delete {name.format()}")
+    if refused:
+        print(f"offsets set: {len(refused)} partition(s) refused; nothing was written",
+              file=sys.stderr)
+    if running:
+        print(f"warning: partitions {running} have markers from the last minute: stop every "
+              "exporter before setting offsets (its own markers would win)", file=sys.stderr)

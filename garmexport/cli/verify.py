@@ -1,0 +1,112 @@
+"""``garmexport verify``: check the output holds every record of the topic exactly once.
+
+While it reads (a large output takes minutes), it prints progress to stderr at most every
+``--progress-s`` seconds: files read of all, rows, records read from the topic, elapsed
+time. The report names the files of each duplicate and the files bordering each gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+from garmexport import logs
+from garmexport.config import Config
+from garmexport.errors import BrokerError
+
+_SHOWN = 10  # duplicate groups and gaps printed per partition (--json lists more)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-broker", action="store_true",
+                        help="only check the output for duplicate offsets; do not read the topic")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--timeout-s", type=float, default=600.0,
+                        help="longest time to read the topic to its end (default 600)")
+    parser.add_argument("--progress-s", type=float, default=5.0, metavar="S",
+                        help="print progress to stderr at most every S seconds (default 5; "
+                             "0: after every file)")
+
+
+class Ticker:
+    """Prints ``text()`` to stderr when ``every_s`` have passed since the last line."""
+
+    def __init__(self, every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.every_s, self.clock = every_s, clock
+        self.started = self.last = clock()
+
+    def __call__(self, text: Callable[[float], str], force: bool = False) -> None:
+        now = self.clock()
+        if force or now - self.last >= self.every_s:
+            self.last = now
+            logs.progress("verify", text(now - self.started))
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    from garmexport.actors.actor_support import storage_for
+    from garmexport.tools.broker_scan import partitions_of, scan
+    from garmexport.tools.verify import compare, expected_from_records, read_output
+
+    tick = Ticker(args.progress_s)
+    if not args.no_broker:  # before the output, which can take minutes to read
+        try:
+            partitions_of(config.consumer_settings(), config.source.topic)
+        except BrokerError as exc:
+            raise BrokerError(f"{exc}; pass --no-broker to check only the output directory "
+                              "(duplicates)") from None
+    storage = storage_for(config, "verify")
+
+    def reading(done: int, total: int, rows: int) -> None:
+        tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
+
+    held, files = read_output(storage, config.source.topic, reading)
+    tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
+                   f"in {s:.1f} s", force=True)
+    expected: dict[int, dict[int, str]] | None = None
+    if not args.no_broker:
+        found: dict[int, dict[int, str]] = {}
+        seen = [0]
+
+        def on_records(partition: int, records: list) -> None:
+            found.setdefault(partition, {}).update(expected_from_records(partition, records))
+            seen[0] += len(records)
+            tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
+                           f"{s:.0f} s")
+
+        scan(config.consumer_settings(), config.source.topic, on_records, timeout_s=args.timeout_s)
+        tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
+                       f"in {s:.1f} s", force=True)
+        expected = found
+    report = compare(held, files, expected)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        _print_table(report)
+    return 0 if report.ok else 1
+
+
+def _print_table(report) -> None:
+    print(f"{'partition':>9} {'rows':>10} {'quarantined':>11} {'broker':>10} "
+          f"{'duplicates':>10} {'missing':>8} {'misplaced':>9} {'unexpected':>10}")
+    for p, r in sorted(report.partitions.items()):
+        print(f"{p:>9} {r.rows:>10} {r.quarantined:>11} "
+              f"{'-' if r.broker_records is None else r.broker_records:>10} "
+              f"{len(r.duplicates):>10} {len(r.missing):>8} {len(r.misplaced):>9} "
+              f"{len(r.unexpected):>10}")
+        for what in ("duplicates", "missing", "misplaced", "unexpected"):
+            if getattr(r, what):
+                print(f"{'':>9} {what}: {getattr(r, what)[:10]}"
+                      f"{' ...' if len(getattr(r, what)) > 10 else ''}")
+        for g in r.duplicate_files[:_SHOWN]:
+            print(f"{'':>9} duplicate offsets {g.first}..{g.last} ({g.count}) held by: "
+                  + ", ".join(g.files))
+        for gap in r.gaps[:_SHOWN]:
+            print(f"{'':>9} gap in {gap.dataset}: offsets {gap.first}..{gap.last} "
+                  f"({gap.count} missing) after {gap.before or '(start of partition)'} "
+                  f"and before {gap.after or '(end of partition)'}")
+        hidden = max(0, len(r.duplicate_files) - _SHOWN) + max(0, len(r.gaps) - _SHOWN)
+        if hidden:
+            print(f"{'':>9} ... {hidden} more duplicate groups or gaps: see --json")
+    print("verify: OK, every record exactly once" if report.ok else "verify: FAILED")

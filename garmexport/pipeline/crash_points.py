@@ -1,0 +1,30 @@
+"""TEST ONLY: crash the process right after a named commit step.
+
+``TEST_GARMEXPORT_CRASH_AFTER=<step>:<n>`` makes the process exit at once (``os._exit(137)``,
+as a SIGKILL would) right after the n-th ``step`` in this process, where ``step`` is one of
+:data:`garmexport.protocol.commit_steps.STEPS` (``publish``: a data or quarantine file is final, no
+marker knows it yet; ``marker``: a marker is written, older markers and intents not yet
+deleted; ...). The integration tests use it to crash at those points. Unset, a crash point
+costs one string comparison.
+"""
+
+from __future__ import annotations
+
+import os
+
+from garmexport.protocol.commit_steps import STEPS
+
+CRASH_ENV = "TEST_GARMEXPORT_CRASH_AFTER"  # not GARMEXPORT_*: config rejects unknown ones
+_crash_step, _, _crash_n = os.environ.get(CRASH_ENV, "").partition(":")
+_crash_seen = 0
+
+
+def crash_point(step: str) -> None:
+    """TEST ONLY: exit the process if :data:`CRASH_ENV` asks for a crash after ``step``."""
+    global _crash_seen
+    if step not in STEPS:
+        raise ValueError(f"{step!r} is not a commit step (garmexport.protocol.commit_steps)")
+    if step == _crash_step:
+        _crash_seen += 1
+        if _crash_seen == int(_crash_n):
+            os._exit(137)

@@ -1,0 +1,59 @@
+"""Reading a partition's committed state from the store (the I/O half of resume).
+
+Cost: one listing of the partition's ``_offsets`` directory, one small read per marker
+(a few: older ones are garbage-collected), and one existence check plus one footer read
+per intent above W (the files published since the newest marker). It does not depend on
+the number of days or files in the output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from garmexport.errors import ProtocolViolation
+from garmexport.storage.footer import read_facts
+from garmexport.protocol.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
+from garmexport.protocol.resume import Marker, PartitionState, intents_to_check, merge_state
+from garmexport.storage.base import Storage
+
+
+@dataclass(frozen=True)
+class Recovered:
+    state: PartitionState
+    markers: dict[MarkerName, Marker]
+    intents: tuple[IntentName, ...]
+    files_checked: int
+
+
+def read_partition_state(
+    storage: Storage, source: str, topic: str, partition: int
+) -> Recovered:
+    """The committed state of one partition; raises StorageError when the store fails."""
+    pdir = partition_dir(source, topic, partition)
+    markers: dict[MarkerName, Marker] = {}
+    intents: list[IntentName] = []
+    for entry in storage.list(pdir):
+        if (m := MarkerName.parse(entry.name)) is not None:
+            try:
+                markers[m] = Marker.from_json(storage.read(f"{pdir}/{entry.name}"))
+            except FileNotFoundError:
+                continue  # garbage-collected by another owner since the listing
+            except ValueError as exc:
+                raise ProtocolViolation(f"{storage.uri}/{pdir}/{entry.name}: {exc}") from None
+        elif (i := IntentName.parse(entry.name)) is not None:
+            intents.append(i)
+    published: list[tuple[IntentName, int]] = []
+    checked = intents_to_check(markers.values(), intents)
+    for intent in checked:
+        origin = intent.origin if intent.kind == "q" else None
+        name = FileName(source, topic, partition, intent.first_offset, origin)
+        path = chain_path(intent.origin, intent.kind, intent.day, name)
+        try:
+            facts = read_facts(storage, path)
+        except FileNotFoundError:
+            continue  # the publish never happened (crash, or a fenced loser)
+        except ValueError as exc:
+            raise ProtocolViolation(f"{storage.uri}/{path}: {exc}") from None
+        published.append((intent, facts.last_offset))
+    state = merge_state(partition, markers.values(), published)
+    return Recovered(state, markers, tuple(sorted(intents)), len(checked))

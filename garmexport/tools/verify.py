@@ -1,0 +1,179 @@
+"""``garmexport verify``: every record exactly once, read back from the output.
+
+It reads the Kafka coordinates (partition, offset) of every row that a reader of the
+output can see (data files under ``<output>/day=*/``, compacted ones included, and
+``_quarantine/day=*/``), and reports per topic and partition:
+
+- duplicates: an offset held by more than one row, with the files that hold it;
+- with the broker: missing records (a record of an exported type, or a bad record, that no
+  row holds) as gaps, each with the files just before and after it in its dataset,
+  misplaced ones (held, but in another type's dataset than its marker says), and
+  unexpected rows (an offset beyond the data read from the broker, or of a type that is
+  not exported).
+
+"End of data" on the broker is the partition EOF reached by an assigned consumer, never a
+queried high watermark (wrong on some brokers). Exit status is non-zero when anything is
+wrong. Only the two columns needed are read from each file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from garmexport.protocol.naming import QUARANTINE_DIR, parse_day_dir
+from garmexport.pipeline.router import Window, route
+from garmexport.storage.base import Storage
+from garmexport.tools.verify_findings import DuplicateGroup, Gap, dataset_of, duplicate_groups, gaps
+
+COLUMNS = ["kafka_partition", "kafka_offset"]
+_IN_QUARANTINE = QUARANTINE_DIR + "/"
+#: duplicate groups and gaps listed per partition in the JSON report (the counts are whole)
+LISTED = 100
+#: progress(files read, files in all, rows read) while the output is read
+Progress = Callable[[int, int, int], None]
+
+
+@dataclass
+class PartitionReport:
+    rows: int = 0
+    quarantined: int = 0
+    duplicates: list[int] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)
+    misplaced: list[int] = field(default_factory=list)
+    unexpected: list[int] = field(default_factory=list)
+    broker_records: int | None = None
+    duplicate_files: list[DuplicateGroup] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.duplicates or self.missing or self.misplaced or self.unexpected)
+
+
+@dataclass
+class Report:
+    partitions: dict[int, PartitionReport] = field(default_factory=dict)
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.partitions.values())
+
+    def to_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "files": self.files,
+            "partitions": {
+                str(p): {
+                    "rows": r.rows, "quarantined": r.quarantined,
+                    "broker_records": r.broker_records,
+                    "duplicates": len(r.duplicates), "missing": len(r.missing),
+                    "misplaced": len(r.misplaced), "unexpected": len(r.unexpected),
+                    "examples": {k: getattr(r, k)[:10] for k in
+                                 ("duplicates", "missing", "misplaced", "unexpected")
+                                 if getattr(r, k)},
+                    "duplicate_groups": len(r.duplicate_files),
+                    "duplicate_files": [g.to_dict() for g in r.duplicate_files[:LISTED]],
+                    "gap_count": len(r.gaps),
+                    "gaps": [g.to_dict() for g in r.gaps[:LISTED]],
+                }
+                for p, r in sorted(self.partitions.items())
+            },
+        }
+
+
+def visible_files(storage: Storage) -> Iterable[tuple[str, str]]:
+    """(dataset, path) of every Parquet file a reader sees: datasets and quarantine."""
+    for top in storage.list(""):
+        if not top.is_dir or (top.name.startswith((".", "_")) and top.name != QUARANTINE_DIR):
+            continue
+        for day in storage.list(top.name):
+            if not day.is_dir or parse_day_dir(day.name) is None:
+                continue
+            for f in storage.list(f"{top.name}/{day.name}"):
+                if not f.is_dir and f.name.endswith(".parquet") and not f.name.startswith((".", "_")):
+                    yield top.name, f"{top.name}/{day.name}/{f.name}"
+
+
+def read_output(storage: Storage, topic: str, progress: Progress | None = None,
+                ) -> tuple[dict[tuple[int, int], list[str]], int]:
+    """Where each (partition, offset) of ``topic`` is held: the path of the file of each row
+    (``dataset/day=D/name``; the same string object for every row of a file), and how many
+    files were read. ``progress`` is called after each file."""
+    held: dict[tuple[int, int], list[str]] = {}
+    listed = list(visible_files(storage))
+    rows = 0
+    for files, (dataset, path) in enumerate(listed, 1):
+        table = pq.read_table(pa.BufferReader(storage.read(path)), columns=COLUMNS + (
+            ["topic"] if dataset == QUARANTINE_DIR else []))
+        meta = table.schema.metadata or {}
+        file_topic = meta.get(b"garmexport.topic", topic.encode()).decode()
+        if dataset == QUARANTINE_DIR:
+            table = table.filter(pa.compute.equal(table.column("topic"), topic))
+        elif file_topic != topic:
+            table = table.slice(0, 0)
+        parts = table.column("kafka_partition").to_pylist()
+        offs = table.column("kafka_offset").to_pylist()
+        for p, o in zip(parts, offs):
+            held.setdefault((p, o), []).append(path)
+        rows += len(offs)
+        if progress is not None:
+            progress(files, len(listed), rows)
+    return held, len(listed)
+
+
+def expected_from_records(partition: int, records: list) -> dict[int, str]:
+    """offset -> dataset where that record must be held (its type's, or _quarantine)."""
+    routed = route(records, {}, Window(past_ms=2**62, future_ms=2**62))
+    expected: dict[int, str] = {}
+    for origin, batch in routed.batches.items():
+        bad = {i for i, *_ in batch.bad}
+        for i, off in enumerate(batch.offsets):
+            expected[off] = QUARANTINE_DIR if i in bad else origin
+    return expected
+
+
+def compare(held: dict[tuple[int, int], list[str]], files: int,
+            expected: dict[int, dict[int, str]] | None) -> Report:
+    """Build the report; ``held`` from :func:`read_output`, ``expected`` (per partition,
+    offset -> dataset) from Kafka. Duplicates and gaps come with the files they are about
+    (:mod:`garmexport.tools.verify_findings`).
+
+    A record of an exported type may legitimately be quarantined (bad body, event time
+    outside the window): a row in ``_quarantine`` satisfies any expectation.
+    """
+    report = Report(files=files)
+    for (p, o), paths in held.items():
+        r = report.partitions.setdefault(p, PartitionReport())
+        r.rows += len(paths)
+        for path in paths:
+            if path.startswith(_IN_QUARANTINE):
+                r.quarantined += 1
+        if len(paths) > 1:
+            r.duplicates.append(o)
+    missing: dict[int, dict[int, str]] = {}
+    if expected is not None:
+        for p, offsets in expected.items():
+            r = report.partitions.setdefault(p, PartitionReport())
+            r.broker_records = len(offsets)
+            for o, dataset in offsets.items():
+                got = held.get((p, o))
+                if not got:
+                    r.missing.append(o)
+                    missing.setdefault(p, {})[o] = dataset
+                elif dataset_of(got[0]) not in (dataset, QUARANTINE_DIR):
+                    r.misplaced.append(o)
+        for (p, o) in held:
+            if o not in expected.get(p, {}):
+                report.partitions[p].unexpected.append(o)
+    for p, r in report.partitions.items():
+        for lst in (r.duplicates, r.missing, r.misplaced, r.unexpected):
+            lst.sort()
+        r.duplicate_files = duplicate_groups(p, r.duplicates, held)
+    for p, found in gaps(missing, held).items():
+        report.partitions[p].gaps = found
+    return report

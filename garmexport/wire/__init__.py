@@ -1,0 +1,1 @@
+"""Garmadon bytes to Arrow rows: frames, the event-type table, columns; pure CPU, no I/O."""

@@ -1,0 +1,257 @@
+"""Frames to Arrow: the schema of each dataset and the native batch decoder.
+
+Row layout (``schema_for``): header fields, body fields (or, for JVMSTATS, the flattened heap
+section), then ``timestamp`` int64 (frame ms), ``kafka_partition`` int32, ``kafka_offset``
+int64. Every column is nullable. Value rules, shared with ``columns_reference``:
+
+* proto3 defaults are NULL, as the JVM exporter wrote them: ``""``, 0, 0.0 of either sign,
+  false, an empty repeated field (proto3 cannot tell it from an absent one) and enum number 0
+  (the wire never carries it, so "UNKNOWN" and "not set" are the same event). Elements inside
+  a list are kept as they are, ``""`` included.
+* enums are their symbol name; a number the enum does not declare is its decimal string.
+* uint64 is stored as int64 with the same 64 bits (values >= 2**63 come out negative), as the
+  JVM exporter's Parquet files did: Hive tables built on them read the column as bigint,
+  whereas a Parquet UINT_64 column would read as decimal(20,0) in Spark.
+
+Decoding is batch oriented (:func:`decode_batch`), with no Python step per record: the
+frames are cut into header and body arrays over whole columns (``frame_arrays``), and the
+protobuf parse runs in C twice. First upb, the judge of what is bad that the reference
+decoder and ``frames.decode`` use too, checks the batch (``upb_check``). Then ptars turns
+the good payloads into Arrow columns, which Arrow compute post-processes. ptars alone would not do: it accepts some
+corrupt messages upb rejects, and panics on some.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import ptars
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from garmexport.wire import frame_arrays, upb_check
+from garmexport.wire.events import FILE_DESCRIPTORS, HEADER, EventType, SectionFlattening
+from garmexport.wire.frames import DecodeFailure, Reason
+
+STRING_LIST = pa.list_(pa.field("item", pa.string(), nullable=False))
+TRAILER = (
+    pa.field("timestamp", pa.int64()),
+    pa.field("kafka_partition", pa.int32()),
+    pa.field("kafka_offset", pa.int64()),
+)
+_F = FieldDescriptor
+_SCALARS = {
+    _F.TYPE_STRING: pa.string(), _F.TYPE_INT32: pa.int32(), _F.TYPE_INT64: pa.int64(),
+    _F.TYPE_UINT64: pa.int64(), _F.TYPE_FLOAT: pa.float32(), _F.TYPE_DOUBLE: pa.float64(),
+    _F.TYPE_BOOL: pa.bool_(), _F.TYPE_ENUM: pa.string(),
+}  # fmt: skip
+
+
+def arrow_type(field: FieldDescriptor) -> pa.DataType:
+    """Column type of a scalar or repeated-string protobuf field; TypeError for the rest."""
+    if field.is_repeated:
+        if field.type == _F.TYPE_STRING:
+            return STRING_LIST
+    elif field.type in _SCALARS:
+        return _SCALARS[field.type]
+    raise TypeError(f"no column type for protobuf field {field.full_name}")
+
+
+@functools.cache
+def schema_for(event_type: EventType) -> pa.Schema:
+    """The explicit Arrow schema of ``event_type``'s dataset (see module docstring)."""
+    fields = [pa.field(f.name, arrow_type(f)) for f in HEADER.DESCRIPTOR.fields]
+    if event_type.flatten is not None:
+        fields += [pa.field(p, pa.int64()) for p in event_type.flatten.properties]
+    else:
+        fields += [pa.field(f.name, arrow_type(f)) for f in event_type.message.DESCRIPTOR.fields]
+    return pa.schema(fields + list(TRAILER))
+
+
+def decode_batch(
+    event_type: EventType, values: Sequence[bytes], partition: int, offsets: Sequence[int]
+) -> tuple[pa.Table, list[tuple[int, DecodeFailure]]]:
+    """Decode frames of one type into a table of the good rows, in input order.
+
+    ``values`` must be whole frames that ``frames.read_head`` accepted for this marker
+    (lengths add up); ``offsets[i]`` is the Kafka offset of ``values[i]``. Records whose
+    header or body does not parse come back as ``(index, failure)`` with BAD_HEADER (checked
+    first) or BAD_BODY, never as exceptions.
+    """
+    frames = frame_arrays.frames_array(values)
+    if frames is None:  # too many bytes for one array: two halves
+        half = len(values) // 2
+        first, first_failed = decode_batch(event_type, values[:half], partition, offsets[:half])
+        rest, rest_failed = decode_batch(event_type, values[half:], partition, offsets[half:])
+        return (pa.concat_tables([first, rest]),
+                first_failed + [(half + i, failure) for i, failure in rest_failed])
+    if len(frames) == 0:
+        return schema_for(event_type).empty_table(), []
+    stamps, headers, bodies = frame_arrays.split(frames)
+    kafka_offsets = np.asarray(offsets, np.int64)
+    distinct = _Distinct.of(headers)
+    by_index = dict(upb_check.find_bad(event_type.message, bodies, Reason.BAD_BODY))
+    bad_headers = upb_check.find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
+    if bad_headers:  # a bad header hides the body
+        by_index.update(distinct.expand(bad_headers))
+    failures = sorted(by_index.items(), key=lambda item: item[0])
+    if failures:
+        keep = np.ones(len(frames), bool)
+        keep[[i for i, _ in failures]] = False
+        mask = pa.array(keep)
+        stamps, kafka_offsets = stamps[keep], kafka_offsets[keep]
+        headers, bodies = headers.filter(mask), bodies.filter(mask)
+        distinct = _Distinct.of(headers)
+    try:
+        header_batch = _handler(HEADER.DESCRIPTOR).array_to_record_batch(distinct.values)
+        body_batch = _handler(event_type.message.DESCRIPTOR).array_to_record_batch(bodies)
+    except BaseException as exc:  # a Rust panic surfaces as a BaseException
+        if not _is_converter_bug(exc):
+            raise
+        good = [value for i, value in enumerate(values) if i not in by_index]
+        return _reference(event_type, good, partition, kafka_offsets.tolist()), failures
+    arrays = [_nulled(header_batch.column(f.name), f) for f in HEADER.DESCRIPTOR.fields]
+    if distinct.index is not None:
+        arrays = pa.Table.from_arrays(arrays, names=_HEADER_NAMES).take(distinct.index).columns
+    if event_type.flatten is not None:
+        arrays += _flattened(body_batch.column("section"), event_type.flatten)
+    else:
+        body_fields = event_type.message.DESCRIPTOR.fields
+        arrays += [_nulled(body_batch.column(f.name), f) for f in body_fields]
+    arrays += [
+        pa.array(stamps),
+        pa.repeat(pa.scalar(partition, pa.int32()), len(stamps)),
+        pa.array(kafka_offsets),
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema_for(event_type)), failures
+
+
+_HEADER_NAMES = [f.name for f in HEADER.DESCRIPTOR.fields]
+
+
+class _Distinct:
+    """The distinct headers of a batch, and which one each record has.
+
+    Headers describe the emitting JVM (application, container, host), so a batch of one
+    type repeats a few of them thousands of times: parsing, checking and converting each
+    distinct header once and then repeating its row (an Arrow ``take``) costs a fraction of
+    doing it per record. When most headers differ, the repetition step is skipped.
+    """
+
+    __slots__ = ("values", "index")
+
+    def __init__(self, values: pa.BinaryArray, index: pa.Array | None) -> None:
+        self.values, self.index = values, index
+
+    @classmethod
+    def of(cls, headers: pa.BinaryArray) -> _Distinct:
+        encoded = _DICTIONARY_ENCODE.call([headers])  # dictionary in order of first sight
+        if 2 * len(encoded.dictionary) > len(headers):
+            return cls(headers, None)
+        return cls(encoded.dictionary, encoded.indices)
+
+    def expand(self, found: list[tuple[int, DecodeFailure]]) -> list[tuple[int, DecodeFailure]]:
+        """Failures of distinct headers as failures of every record that has them."""
+        if self.index is None:
+            return found
+        by_distinct = dict(found)
+        index = self.index.to_numpy()
+        hit = np.flatnonzero(np.isin(index, list(by_distinct)))
+        return [(int(i), by_distinct[int(index[i])]) for i in hit]
+
+
+# Compute functions called directly: ``pc.equal`` and friends parse their arguments on every
+# call, which is most of the cost on the small columns of a small batch (rare types).
+_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH, _DICTIONARY_ENCODE = map(
+    pc.get_function, ("equal", "invert", "if_else", "list_value_length", "dictionary_encode"))
+_NO_ITEMS = pa.scalar(0, pa.int32())
+
+
+@functools.cache
+def _default_of(field: FieldDescriptor) -> pa.Scalar | None:
+    """The proto3 default of a singular field as the scalar its column holds (None: repeated)."""
+    if field.is_repeated:
+        return None
+    if field.type == _F.TYPE_ENUM:
+        return pa.scalar(field.enum_type.values_by_number[0].name, pa.string())
+    return pa.scalar(field.default_value, arrow_type(field))
+
+
+def _nulled(column: pa.Array, field: FieldDescriptor) -> pa.Array:
+    """Apply the value rules to one ptars column (non-null on input)."""
+    default = _default_of(field)
+    if default is None:
+        empty = _EQUAL.call([_LIST_LENGTH.call([column]), _NO_ITEMS])
+        return pa.ListArray.from_arrays(column.offsets, column.values, STRING_LIST, mask=empty)
+    if field.type == _F.TYPE_UINT64:
+        column = column.cast(pa.int64(), safe=False)  # keep the 64 bits, see module docstring
+    is_default = _EQUAL.call([column, default])
+    if column.offset != 0:
+        return _IF_ELSE.call([is_default, pa.scalar(None, column.type), column])
+    # Zero copy: the negated mask's bitmap becomes the validity bitmap.
+    validity = _INVERT.call([is_default]).buffers()[1]
+    return pa.Array.from_buffers(column.type, len(column), [validity, *column.buffers()[1:]])
+
+
+def _flattened(sections: pa.ListArray, spec: SectionFlattening) -> list[pa.Array]:
+    """One int64 column per ``spec.properties`` (rules: events.SectionFlattening)."""
+    rows = len(sections)
+    section_row = pc.list_parent_indices(sections)
+    flat_sections = pc.list_flatten(sections)
+    properties = flat_sections.field("property")
+    property_section = pc.list_parent_indices(properties)
+    flat_properties = pc.list_flatten(properties)
+    wanted = pc.take(pc.equal(flat_sections.field("name"), spec.section), property_section)
+    property_row = pc.take(section_row, property_section)
+    names, texts = flat_properties.field("name"), flat_properties.field("value")
+    columns = []
+    for name in spec.properties:
+        chosen = pc.and_(wanted, pc.equal(names, name))
+        row, text = pc.filter(property_row, chosen), pc.filter(texts, chosen)
+        if len(row) == 0:
+            columns.append(pa.nulls(rows, pa.int64()))
+            continue
+        # Rows ascend; the last of each run of equal rows is the occurrence that wins.
+        last = pa.concat_arrays([pc.not_equal(row[:-1], row[1:]), pa.array([True])])
+        row, text = pc.filter(row, last), pc.filter(text, last)
+        columns.append(pc.scatter(_parse_int64(text), row, max_index=rows - 1))  # others NULL
+    return columns
+
+
+_DEC = pa.decimal128(19, 0)
+_INT64_MIN, _INT64_MAX = pa.scalar(-(2**63), _DEC), pa.scalar(2**63 - 1, _DEC)
+
+
+def _parse_int64(texts: pa.Array) -> pa.Array:
+    """``-?[0-9]{1,19}`` within int64 -> the number; anything else -> NULL."""
+    well_formed = pc.match_substring_regex(texts, r"^-?[0-9]{1,19}$")
+    numbers = pc.cast(pc.if_else(well_formed, texts, pa.scalar(None, pa.string())), _DEC)
+    in_range = pc.and_(pc.greater_equal(numbers, _INT64_MIN), pc.less_equal(numbers, _INT64_MAX))
+    return pc.cast(pc.if_else(in_range, numbers, pa.scalar(None, _DEC)), pa.int64())
+
+
+@functools.cache
+def _pool() -> ptars.HandlerPool:
+    return ptars.HandlerPool(list(FILE_DESCRIPTORS), ptars.PtarsConfig(enum_repr="string"))
+
+
+def _handler(descriptor: Descriptor) -> Any:  # ptars does not export its handler type
+    return _pool().get_for_message(descriptor)
+
+
+def _reference(
+    event_type: EventType, values: list[bytes], partition: int, offsets: list[int]
+) -> pa.Table:
+    """Rows of upb-valid frames by the reference decoder: slower, same result."""
+    from garmexport.wire import columns_reference  # imported late: it imports this module
+
+    return columns_reference.decode_batch(event_type, values, partition, offsets)[0]
+
+
+def _is_converter_bug(exc: BaseException) -> bool:
+    """ptars failing on payloads upb accepted: ValueError, or a Rust panic (BaseException)."""
+    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"

@@ -1,0 +1,288 @@
+"""Arrow rows: schema per type, native decoder == reference decoder, defaults NULL."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from garmexport.wire import columns, columns_reference
+from garmexport.wire.columns import decode_batch, schema_for
+from garmexport.wire.events import EXPORTED, HEADER, REGISTRY
+from garmexport.wire.frames import Reason, encode
+from tests import strategies as gs
+from tests.hypothesis_profiles import examples
+
+TRAILER = ["timestamp", "kafka_partition", "kafka_offset"]
+JVM = REGISTRY[1001]
+FS = REGISTRY[1]
+per_type = pytest.mark.parametrize("event_type", EXPORTED, ids=lambda t: t.output)
+
+
+def rows(table: pa.Table) -> list[dict]:
+    """Rows with floats made comparable: NaN == NaN, and -0.0 kept apart from 0.0."""
+
+    def norm(v):
+        return ("float", struct.pack(">d", v)) if isinstance(v, float) else v
+
+    return [{k: norm(v) for k, v in row.items()} for row in table.to_pylist()]
+
+
+def assert_same(native, reference):
+    (t1, f1), (t2, f2) = native, reference
+    assert t1.schema == t2.schema
+    assert rows(t1) == rows(t2)
+    assert [(i, f.reason) for i, f in f1] == [(i, f.reason) for i, f in f2]
+
+
+@per_type
+def test_schema_is_header_fields_then_body_fields_then_the_trailer(event_type):
+    names = schema_for(event_type).names
+    header = [f.name for f in HEADER.DESCRIPTOR.fields]
+    body = (
+        list(event_type.flatten.properties)
+        if event_type.flatten
+        else [f.name for f in event_type.message.DESCRIPTOR.fields]
+    )
+    assert names == header + body + TRAILER
+    assert len(set(names)) == len(names)
+    assert all(f.nullable for f in schema_for(event_type))
+
+
+def test_column_types_follow_the_protobuf_types():
+    fs, gc = schema_for(FS), schema_for(REGISTRY[1000])
+    assert fs.field("tags").type == pa.list_(pa.field("item", pa.string(), nullable=False))
+    assert fs.field("java_feature").type == pa.int32()
+    assert fs.field("method_duration_millis").type == pa.int64()  # uint64 kept as int64 bits
+    assert fs.field("status").type == pa.string()  # enum symbol
+    assert gc.field("gc_pause_ratio_1_min").type == pa.float32()
+    assert schema_for(REGISTRY[5003]).field("num_records_in_per_second").type == pa.float64()
+    assert schema_for(REGISTRY[4001]).field("is_finished").type == pa.bool_()
+    assert [schema_for(JVM).field(n).type for n in ("init", "committed", "used", "max")] == [
+        pa.int64()
+    ] * 4
+    assert [(f.name, f.type) for f in fs][-3:] == [
+        ("timestamp", pa.int64()), ("kafka_partition", pa.int32()), ("kafka_offset", pa.int64())
+    ]  # fmt: skip
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_native_and_reference_decoders_agree_on_valid_frames(event_type, data):
+    events = data.draw(st.lists(gs.frames(event_type), max_size=8))
+    values = [encode(*event) for event in events]
+    offsets = list(range(100, 100 + len(values)))
+    native = decode_batch(event_type, values, 7, offsets)
+    assert_same(native, columns_reference.decode_batch(event_type, values, 7, offsets))
+    assert native[1] == [] and native[0].num_rows == len(values)
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_native_and_reference_decoders_agree_on_damaged_frames(event_type, data):
+    values = data.draw(st.lists(gs.mutated_frames(event_type), max_size=40))
+    offsets = list(range(len(values)))
+    assert_same(
+        decode_batch(event_type, values, 0, offsets),
+        columns_reference.decode_batch(event_type, values, 0, offsets),
+    )
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_native_and_reference_decoders_agree_when_records_share_a_few_headers(event_type, data):
+    """A batch repeats the headers of a few JVMs (the native decoder parses each once);
+    some of those headers may be damaged, so every record carrying one is bad."""
+    pool = data.draw(st.lists(
+        st.one_of(gs.headers().map(lambda h: h.SerializeToString()),
+                  gs.bad_payloads(HEADER)), min_size=1, max_size=4))
+    picks = data.draw(st.lists(
+        st.tuples(st.integers(0, len(pool) - 1), gs.frames(event_type)), min_size=2, max_size=60))
+    values = []
+    for k, (_, stamp, _, body) in picks:
+        body_bytes = body.SerializeToString()
+        values.append(struct.pack(">iqii", event_type.marker, stamp, len(pool[k]), len(body_bytes))
+                      + pool[k] + body_bytes)
+    offsets = list(range(len(values)))
+    native = decode_batch(event_type, values, 0, offsets)
+    assert_same(native, columns_reference.decode_batch(event_type, values, 0, offsets))
+
+
+def test_a_damaged_header_shared_by_many_records_makes_each_of_them_bad():
+    good = HEADER(application_id="app_1", hostname="h1").SerializeToString()
+    bad = b"\x0a\x05ab"
+    body = FS.message(uri="hdfs://x").SerializeToString()
+    values = [struct.pack(">iqii", FS.marker, 1000 + i, len(h), len(body)) + h + body
+              for i, h in enumerate([good, bad, good, bad, good, good])]
+    table, failures = decode_batch(FS, values, 0, list(range(6)))
+    assert [(i, f.reason) for i, f in failures] == [(1, Reason.BAD_HEADER), (3, Reason.BAD_HEADER)]
+    assert table.column("kafka_offset").to_pylist() == [0, 2, 4, 5]
+    assert table.column("timestamp").to_pylist() == [1000, 1002, 1004, 1005]
+    assert table.column("hostname").to_pylist() == ["h1"] * 4
+
+
+def expected_value(field, value):
+    """What docs/wire-format.md (section 3) says one field becomes in a row."""
+    if field.is_repeated:
+        return list(value) or None
+    if field.type == field.TYPE_ENUM:
+        if value == 0:
+            return None
+        known = field.enum_type.values_by_number.get(value)
+        return known.name if known else str(value)
+    if field.type == field.TYPE_UINT64:
+        return (value - 2**64 if value >= 2**63 else value) or None
+    if isinstance(value, float):
+        return None if value == 0.0 else value
+    return value if value else None
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_encoded_event_round_trips_to_a_row_with_defaults_as_null(event_type, data):
+    marker, stamp, header, body = data.draw(gs.frames(event_type))
+    table, failures = decode_batch(event_type, [encode(marker, stamp, header, body)], 3, [42])
+    assert failures == []
+    (row,) = rows(table)
+    expected = {
+        f.name: expected_value(f, getattr(header, f.name)) for f in HEADER.DESCRIPTOR.fields
+    }
+    if event_type.flatten is None:
+        for f in event_type.message.DESCRIPTOR.fields:
+            expected[f.name] = expected_value(f, getattr(body, f.name))
+    expected.update(timestamp=stamp, kafka_partition=3, kafka_offset=42)
+    for name, value in expected.items():
+        if isinstance(value, float) and math.isnan(value):
+            assert math.isnan(table.column(name)[0].as_py()), name
+        else:
+            assert row[name] == rows(pa.table({name: [value]}))[0][name], name
+
+
+def test_a_batch_reports_bad_records_and_keeps_the_good_ones_in_order():
+    good = [encode(1, 10 + i, HEADER(hostname=f"h{i}"), FS.message(uri="u")) for i in range(5)]
+    bad_header = encode(1, 1, b"\x0a\x02\xc0\x80", b"")  # invalid UTF-8 in application_id
+    bad_body = encode(1, 1, b"", b"\x5b\x44")  # group closed by the wrong end-group
+    bad_both = encode(1, 1, b"\xff", b"\xff")
+    values = [good[0], bad_header, good[1], bad_body, good[2], bad_both, good[3], good[4]]
+    table, failures = decode_batch(FS, values, 1, list(range(50, 58)))
+    assert [(i, f.reason) for i, f in failures] == [
+        (1, Reason.BAD_HEADER), (3, Reason.BAD_BODY), (5, Reason.BAD_HEADER)
+    ]  # fmt: skip
+    assert table.column("hostname").to_pylist() == ["h0", "h1", "h2", "h3", "h4"]
+    assert table.column("kafka_offset").to_pylist() == [50, 52, 54, 56, 57]
+    assert table.column("timestamp").to_pylist() == [10, 11, 12, 13, 14]
+
+
+@pytest.mark.parametrize("payload", gs.KNOWN_BAD_PAYLOADS)
+@pytest.mark.parametrize("size", [1, 100])  # alone, and found by bisection in a batch
+def test_payloads_upb_rejects_are_bad_for_both_decoders(payload, size):
+    good = encode(1, 1, HEADER(id="x"), b"")
+    values = [good] * (size - 1) + [encode(1, 1, HEADER(id="x"), payload)]
+    native = decode_batch(FS, values, 0, list(range(size)))
+    assert [(i, f.reason) for i, f in native[1]] == [(size - 1, Reason.BAD_BODY)]
+    assert native[0].num_rows == size - 1
+    assert_same(native, columns_reference.decode_batch(FS, values, 0, list(range(size))))
+
+
+def test_an_empty_batch_gives_an_empty_table_with_the_schema():
+    for decoder in (decode_batch, columns_reference.decode_batch):
+        table, failures = decoder(JVM, [], 0, [])
+        assert table.num_rows == 0 and table.schema == schema_for(JVM) and failures == []
+
+
+def jvm(*sections):
+    message = JVM.message
+    return message(
+        section=[
+            message.Section(
+                name=name, property=[message.Property(name=k, value=v) for k, v in props]
+            )
+            for name, props in sections
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (jvm(), [None] * 4),
+        (jvm(("heap", [("init", "1"), ("committed", "2"), ("used", "3"), ("max", "4")])),
+         [1, 2, 3, 4]),
+        (jvm(("nonheap", [("used", "3")])), [None] * 4),
+        (jvm(("heap", [("used", "0"), ("max", "-1")])), [None, None, 0, -1]),
+        (jvm(("heap", [("used", "3"), ("used", "x")])), [None, None, None, None]),
+        (jvm(("heap", [("used", "3")]), ("heap", [("used", "5")])), [None, None, 5, None]),
+        (jvm(("heap", [("init", "9223372036854775807"), ("max", "9223372036854775808")])),
+         [2**63 - 1, None, None, None]),
+        (jvm(("heap", [("init", " 1"), ("committed", "+2"), ("used", "3\n"), ("max", "")])),
+         [None] * 4),
+    ],
+)  # fmt: skip
+def test_jvmstats_keeps_only_the_heap_section_as_four_int64_columns(body, expected):
+    value = encode(1001, 5, HEADER(), body)
+    for decoder in (decode_batch, columns_reference.decode_batch):
+        table, _ = decoder(JVM, [value], 0, [0])
+        heap = [table.column(n)[0].as_py() for n in ("init", "committed", "used", "max")]
+        assert heap == expected, decoder.__module__
+
+
+def test_enum_zero_is_null_and_an_undeclared_number_is_its_decimal_string():
+    values = [encode(1, 1, HEADER(), FS.message(status=s)) for s in (0, 1, 2, 9, -1)]
+    table, _ = decode_batch(FS, values, 0, range(5))
+    assert table.column("status").to_pylist() == [None, "FAILURE", "SUCCESS", "9", "-1"]
+
+
+def test_uint64_keeps_its_bits_in_int64():
+    values = [
+        encode(1, 1, HEADER(), FS.message(method_duration_millis=v)) for v in (5, 2**63, 2**64 - 1)
+    ]
+    table, _ = decode_batch(FS, values, 0, range(3))
+    assert table.column("method_duration_millis").to_pylist() == [5, -(2**63), -1]
+
+
+def test_empty_lists_are_null_but_empty_strings_inside_a_list_are_kept():
+    values = [encode(1, 1, HEADER(tags=t), b"") for t in ([], [""], ["a", ""])]
+    table, _ = decode_batch(FS, values, 0, range(3))
+    assert table.column("tags").to_pylist() == [None, [""], ["a", ""]]
+
+
+def test_a_failing_native_converter_falls_back_to_the_reference_rows(monkeypatch):
+    values = [encode(1, 1, HEADER(hostname="h"), FS.message(uri="u")), encode(1, 1, b"\xff", b"")]
+    expected = columns_reference.decode_batch(FS, values, 0, [0, 1])
+
+    class Broken:
+        def array_to_record_batch(self, payloads):
+            raise ValueError("converter bug")
+
+    monkeypatch.setattr(columns, "_handler", lambda descriptor: Broken())
+    assert_same(decode_batch(FS, values, 0, [0, 1]), expected)
+
+
+def test_frames_that_do_not_fit_one_array_are_decoded_in_halves(monkeypatch):
+    """Past frame_arrays.MAX_ARRAY_BYTES (1 GiB: ptars reads 32-bit offsets only), a batch
+    is decoded in halves: the same rows, and failures at their index in the whole batch."""
+    values = [encode(1, 10 + i, HEADER(hostname=f"h{i % 2}"), FS.message(uri=f"u{i}"))
+              for i in range(7)]
+    values[5] = encode(1, 1, b"", b"\x5b\x44")  # a bad body, in the second half
+    whole = decode_batch(FS, values, 0, list(range(100, 107)))
+    monkeypatch.setattr(columns.frame_arrays, "MAX_ARRAY_BYTES", 2 * max(map(len, values)))
+    halves = decode_batch(FS, values, 0, list(range(100, 107)))
+    assert_same(halves, whole)
+    assert [i for i, _ in halves[1]] == [5]
+
+
+def test_payloads_of_16_kib_and_more_are_checked_like_small_ones():
+    big = FS.message(uri="x" * 20_000).SerializeToString()
+    values = [encode(1, 1, HEADER(id="x"), big), encode(1, 2, HEADER(id="x"), big[:-1])]
+    native = decode_batch(FS, values, 0, [0, 1])
+    assert [(i, f.reason) for i, f in native[1]] == [(1, Reason.BAD_BODY)]
+    assert native[0].column("uri").to_pylist() == ["x" * 20_000]
+    assert_same(native, columns_reference.decode_batch(FS, values, 0, [0, 1]))
