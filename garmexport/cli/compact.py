@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from garmexport.compaction.fs import open_fs
-from garmexport.compaction.hadoop_root import spark_root
+from garmexport.storage.hadoop_uri import spark_root
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session

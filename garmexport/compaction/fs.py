@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 from typing import Any, Protocol
-from urllib.parse import urlparse
 
 from garmexport.errors import StorageError
 from garmexport.storage.base import Entry
@@ -152,17 +151,6 @@ class HadoopFs:
 
     def delete_tree(self, path: str) -> None:
         self._fs.delete(self._p(path), True)
-
-
-def to_uri(root: str) -> str:
-    """A Hadoop URI for an output root: local paths become ``file://``; ``s3://`` becomes
-    ``s3a://`` (Hadoop's S3 connector); other schemes are kept."""
-    parsed = urlparse(root)
-    if parsed.scheme in ("", "file"):
-        return "file://" + os.path.abspath(parsed.path if parsed.scheme else root)
-    if parsed.scheme == "s3":
-        return "s3a://" + root[len("s3://"):]
-    return root.rstrip("/")
 
 
 def open_fs(spark: Any, uri: str) -> FileOps:

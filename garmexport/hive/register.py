@@ -37,6 +37,7 @@ from garmexport.hive.tables import (TableNaming, columns_of, dataset_schema, new
 from garmexport.logs import log_event
 from garmexport.metrics import Metrics
 from garmexport.protocol.naming import QUARANTINE, QUARANTINE_DIR
+from garmexport.storage.hadoop_uri import spark_root
 
 log = logging.getLogger(__name__)
 RETRY_INITIAL_S = 1.0
@@ -81,12 +82,13 @@ def start_registrar(config: Config, metrics: Metrics) -> Registrar | None:
     hive = config.hive
     if not hive.metastore_uri:
         return None
-    from garmexport.compaction.fs import to_uri
     from garmexport.hive.metastore import Metastore
 
     log_event(log, "hive_registration_on", metastore=hive.metastore_uri,
               database=hive.database, register_delay_s=hive.register_delay_s)
-    return Registrar(hive, to_uri(config.output.root), metrics,
+    # the tables' locations as Hive and Spark read them: the same URI compaction uses
+    root = spark_root(config.output.root, config.compaction.hadoop_root)
+    return Registrar(hive, root, metrics,
                      lambda: Metastore(hive.metastore_uri, hive.timeout_s)).start()
 
 

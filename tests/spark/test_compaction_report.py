@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.compaction.fs import to_uri
+from garmexport.storage.hadoop_uri import spark_root
 from garmexport.compaction.report import JOB
 from tests.integration.harness import PYTHON, ROOT as REPO
 from tests.pushgateway import Pushgateway, pushed
@@ -46,7 +46,7 @@ def test_a_compaction_run_reports_what_its_summary_says(pushgateway: Pushgateway
     assert (days, files_in) == (1, 30)
     samples = pushed(pushgateway, JOB)
     got = {name: v for name, [(labels, v)] in samples.items()
-           if name.startswith("garmexport_compaction_") and labels["root"] == to_uri(root)}
+           if name.startswith("garmexport_compaction_") and labels["root"] == spark_root(root)}
     assert got["garmexport_compaction_last_run_success"] == 1
     assert got["garmexport_compaction_last_run_days_compacted"] == days
     assert got["garmexport_compaction_last_run_files_compacted"] == files_in

@@ -221,8 +221,8 @@ def test_command_line_options_win_over_the_config() -> None:
 
 
 def test_output_roots_become_hadoop_uris() -> None:
-    from garmexport.compaction.fs import to_uri
+    from garmexport.storage.hadoop_uri import spark_root
 
-    assert to_uri("/data/out/") == "file:///data/out"
-    assert to_uri("s3://bucket/out") == "s3a://bucket/out"
-    assert to_uri("hdfs://nn:8020/out/") == "hdfs://nn:8020/out"
+    assert spark_root("/data/out/") == "file:///data/out"
+    assert spark_root("s3://bucket/out") == "s3a://bucket/out"
+    assert spark_root("hdfs://nn:8020/out/") == "hdfs://nn:8020/out"

@@ -171,3 +171,19 @@ def test_an_offer_that_finds_the_queue_full_is_offered_again_by_the_next_file() 
     reg.offer("gc", [("d", "2026-11-01"), ("d", "2026-11-02")])
     wait_for(lambda: store.partitions[("garmadon", "gc")] == {"2026-11-01", "2026-11-02"})
     reg.stop(5.0)
+
+
+def test_partitions_are_registered_at_the_root_compaction_uses() -> None:
+    # A WebHDFS root is written over HTTP but read by Hive and Spark through Hadoop's RPC
+    # client: the registered locations must be the hdfs:// URI that compaction uses too.
+    from garmexport.config import load_config
+    from garmexport.hive.register import start_registrar
+
+    config = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": "webhdfs://nn:9870/garmadon",
+                                "GARMEXPORT_HIVE_METASTORE_URI": "thrift://127.0.0.1:1"})
+    registrar = start_registrar(config, Metrics.create(CollectorRegistry()))
+    assert registrar is not None
+    try:
+        assert registrar._root == "hdfs://nn/garmadon"
+    finally:
+        registrar.stop(0.1)

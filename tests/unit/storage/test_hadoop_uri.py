@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from garmexport.cli.compact import add_arguments, options_from
-from garmexport.compaction.hadoop_root import spark_root
+from garmexport.storage.hadoop_uri import spark_root
 from garmexport.config import load_config
 from garmexport.errors import ConfigError
 
