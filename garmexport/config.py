@@ -2,8 +2,9 @@
 
 Layers, later wins: the defaults embedded here (the shipped ``config/garmexport.toml``
 repeats them with comments; a test keeps both equal), then one TOML file, then environment
-variables ``GARMEXPORT_<SECTION>_<KEY>`` (for Marathon). Parsing and checking live in
-:mod:`garmexport.config_load`; this module only declares what exists.
+variables ``GARMEXPORT_<SECTION>_<KEY>`` (for Marathon). Parsing, checking and printing
+live in :mod:`garmexport.config_load` (``load_config``, ``describe``); this module only
+declares what exists.
 
 Invariants:
 
@@ -12,7 +13,7 @@ Invariants:
 - ``[kafka]`` is passed to librdkafka untouched (a string-keyed dict of scalars); garmexport
   only sets ``group.id`` from ``source.group_id``.
 - Secrets (any key naming a password, secret, token or credential, private keys, the OAuth
-  config) never appear in ``repr``, ``describe()`` or error messages.
+  config) never appear in ``repr``, ``config_load.describe`` or error messages.
 """
 
 from __future__ import annotations
@@ -289,7 +290,7 @@ KAFKA = "kafka"
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Everything a garmexport process is told, checked. Build it with :func:`load_config`."""
+    """Everything a garmexport process is told, checked. Build it with :func:`garmexport.config_load.load_config`."""
 
     source: SourceConfig = dataclasses.field(default_factory=SourceConfig)
     kafka: KafkaSettings = dataclasses.field(default_factory=lambda: KafkaSettings(DEFAULT_KAFKA))
@@ -308,22 +309,3 @@ class Config:
     def consumer_settings(self) -> dict[str, object]:
         """A fresh librdkafka consumer dict: ``[kafka]`` plus ``group.id``. Contains secrets."""
         return {**self.kafka, "group.id": self.source.group_id}
-
-    def describe(self) -> str:
-        """The effective configuration as TOML, secrets masked: safe to log or print."""
-        from garmexport.config_load import describe
-
-        return describe(self)
-
-
-def load_config(path: str | None, env: Mapping[str, str]) -> Config:
-    """Build the config from embedded defaults, then ``path`` (TOML), then ``env``.
-
-    ``env`` is passed in (usually ``os.environ``) so that tests never depend on the process
-    environment. Raises :class:`garmexport.errors.ConfigError` naming the key, the bad value
-    (masked if secret) and the file or environment variable, for any unreadable file, unknown
-    section or key (with a did-you-mean), wrong type, value out of range or not allowed.
-    """
-    from garmexport.config_load import load
-
-    return load(path, env)

@@ -220,8 +220,14 @@ def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
     return used
 
 
-def load(path: str | None, env: Mapping[str, str]) -> Config:
-    """See :func:`garmexport.config.load_config`."""
+def load_config(path: str | None, env: Mapping[str, str]) -> Config:
+    """Build the config from embedded defaults, then ``path`` (TOML), then ``env``.
+
+    ``env`` is passed in (usually ``os.environ``) so that tests never depend on the process
+    environment. Raises :class:`garmexport.errors.ConfigError` naming the key, the bad value
+    (masked if secret) and the file or environment variable, for any unreadable file, unknown
+    section or key (with a did-you-mean), wrong type, value out of range or not allowed.
+    """
     values: dict[str, dict[str, object]] = {section: {} for section in SECTIONS}
     kafka = dict(DEFAULT_KAFKA)
     kafka_where = {key: "defaults" for key in kafka}

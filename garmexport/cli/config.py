@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from garmexport.config import Config
+from garmexport.config_load import describe
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    print(config.describe(), end="")
+    print(describe(config), end="")
     return 0

@@ -31,7 +31,7 @@ import sys
 from collections.abc import Sequence
 
 from garmexport import __version__, extras, logs
-from garmexport.config import load_config
+from garmexport.config_load import load_config
 from garmexport.config_load import CONFIG_PATH_ENV
 from garmexport.errors import ConfigError, GarmexportError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from garmexport.config import load_config
+from garmexport.config_load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.metrics import Metrics

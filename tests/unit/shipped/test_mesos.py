@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.config import load_config
+from garmexport.config_load import load_config
 from garmexport.health import LIVE_PATH, READY_PATH
 
 MESOS = Path(__file__).resolve().parents[3] / "mesos"
