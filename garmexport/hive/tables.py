@@ -85,7 +85,7 @@ def dataset_schema(output: str) -> pa.Schema:
         from garmexport.wire.quarantine import SCHEMA
 
         return SCHEMA
-    from garmexport.wire.columns import schema_for
+    from garmexport.wire.schema import schema_for
     from garmexport.wire.events import by_output
 
     return schema_for(by_output(output))

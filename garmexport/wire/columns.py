@@ -1,8 +1,7 @@
 """Frames to Arrow: the schema of each dataset and the native batch decoder.
 
-Row layout (``schema_for``): header fields, body fields (or, for JVMSTATS, the flattened heap
-section), then ``timestamp`` int64 (frame ms), ``kafka_partition`` int32, ``kafka_offset``
-int64. Every column is nullable. Value rules, shared with ``columns_reference``:
+The row layout is :mod:`garmexport.wire.schema`'s. Value rules, shared with
+``columns_reference``:
 
 * proto3 defaults are NULL, as the JVM exporter wrote them: ``""``, 0, 0.0 of either sign,
   false, an empty repeated field (proto3 cannot tell it from an absent one) and enum number 0
@@ -33,43 +32,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from garmexport.wire import frame_arrays, upb_check
+from garmexport.wire import columns_reference, frame_arrays, upb_check
 from garmexport.wire.events import FILE_DESCRIPTORS, HEADER, EventType, SectionFlattening
 from garmexport.wire.frames import DecodeFailure, Reason
+from garmexport.wire.schema import STRING_LIST, arrow_type, schema_for
 
-STRING_LIST = pa.list_(pa.field("item", pa.string(), nullable=False))
-TRAILER = (
-    pa.field("timestamp", pa.int64()),
-    pa.field("kafka_partition", pa.int32()),
-    pa.field("kafka_offset", pa.int64()),
-)
 _F = FieldDescriptor
-_SCALARS = {
-    _F.TYPE_STRING: pa.string(), _F.TYPE_INT32: pa.int32(), _F.TYPE_INT64: pa.int64(),
-    _F.TYPE_UINT64: pa.int64(), _F.TYPE_FLOAT: pa.float32(), _F.TYPE_DOUBLE: pa.float64(),
-    _F.TYPE_BOOL: pa.bool_(), _F.TYPE_ENUM: pa.string(),
-}  # fmt: skip
-
-
-def arrow_type(field: FieldDescriptor) -> pa.DataType:
-    """Column type of a scalar or repeated-string protobuf field; TypeError for the rest."""
-    if field.is_repeated:
-        if field.type == _F.TYPE_STRING:
-            return STRING_LIST
-    elif field.type in _SCALARS:
-        return _SCALARS[field.type]
-    raise TypeError(f"no column type for protobuf field {field.full_name}")
-
-
-@functools.cache
-def schema_for(event_type: EventType) -> pa.Schema:
-    """The explicit Arrow schema of ``event_type``'s dataset (see module docstring)."""
-    fields = [pa.field(f.name, arrow_type(f)) for f in HEADER.DESCRIPTOR.fields]
-    if event_type.flatten is not None:
-        fields += [pa.field(p, pa.int64()) for p in event_type.flatten.properties]
-    else:
-        fields += [pa.field(f.name, arrow_type(f)) for f in event_type.message.DESCRIPTOR.fields]
-    return pa.schema(fields + list(TRAILER))
 
 
 def decode_batch(
@@ -247,8 +215,6 @@ def _reference(
     event_type: EventType, values: list[bytes], partition: int, offsets: list[int]
 ) -> pa.Table:
     """Rows of upb-valid frames by the reference decoder: slower, same result."""
-    from garmexport.wire import columns_reference  # imported late: it imports this module
-
     return columns_reference.decode_batch(event_type, values, partition, offsets)[0]
 
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from garmexport.wire.columns import schema_for
 from garmexport.wire.events import HEADER, EventType, SectionFlattening
 from garmexport.wire.frames import DecodeFailure, Reason
+from garmexport.wire.schema import schema_for
 
 _F = FieldDescriptor
 _INT = re.compile(r"-?[0-9]{1,19}")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from garmexport.wire import columns
+from garmexport.wire.schema import schema_for
 from garmexport.wire.events import EXPORTED
 from garmexport.protocol.naming import FileName, IntentName, MarkerName, chain_path, day_name, partition_dir
 from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
@@ -54,7 +54,7 @@ class CountingStorage:
 
 
 def _file(root: Path, origin: str, partition: int, day: str, topic: str, offset: int) -> None:
-    schema = columns.schema_for(next(t for t in EXPORTED if t.output == origin))
+    schema = schema_for(next(t for t in EXPORTED if t.output == origin))
     table = pa.Table.from_pylist(
         [{"kafka_partition": partition, "kafka_offset": offset, "timestamp": 0}], schema=schema)
     data = to_parquet_bytes([table], FileFacts("local", topic, partition, offset, offset, 1),

@@ -7,7 +7,8 @@ import io
 import pyarrow.parquet as pq
 import pytest
 
-from garmexport.wire.columns import decode_batch, schema_for
+from garmexport.wire.columns import decode_batch
+from garmexport.wire.schema import schema_for
 from garmexport.wire.events import EXPORTED
 from garmexport.tools.generator import Spec, generate
 from garmexport.pipeline.parquet_io import UNIQUE_COLUMNS, FileFacts, to_parquet_bytes

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from garmexport.wire import columns, columns_reference
-from garmexport.wire.columns import decode_batch, schema_for
+from garmexport.wire.columns import decode_batch
+from garmexport.wire.schema import schema_for
 from garmexport.wire.events import EXPORTED, HEADER, REGISTRY
 from garmexport.wire.frames import Reason, encode
 from tests import strategies as gs
