@@ -1,9 +1,25 @@
 """garmexport: export Garmadon events from Kafka to Parquet, exactly once.
 
-Read the modules top to bottom to follow an event: ``frames`` (the wire format),
-``events`` (the type registry), ``columns`` (frames to Arrow), ``naming`` (the names that
-are the commit record), ``resume`` (restart as a pure function), ``ledger`` (the low
-watermark), ``storage`` (the one place that publishes), the actors, and the CLI.
+The packages are layers; each imports only the ones below it (the contracts in setup.cfg,
+checked by tests/unit/test_architecture.py; DESIGN.md section 8). Read them bottom up to
+follow an event from Kafka to a published file:
+
+1. ``wire``: the bytes producers write (``frames``, ``frame_arrays``), the event types
+   (``events``), the dataset schemas (``schema``) and the decoders (``columns``).
+2. ``protocol``: the commit protocol as pure rules: the names that are the commit record
+   (``naming``), restart (``resume``), the low watermark (``ledger``), markers
+   (``marker_keeper``), open files and when to flush them (``open_files``, ``flush``),
+   back-off (``backoff``), the commit steps (``commit_steps``).
+3. ``config``, ``errors``, ``logs``, ``metrics``, ``health`` and the Kafka client's log
+   relay (``kafka_signals``): what every layer above may use.
+4. ``storage``: the stores behind one interface; the one stage/publish sequence.
+5. ``hive``: the Hive table definitions, the metastore client, partition registration.
+6. ``pipeline``: the exporter as plain classes: ``router``, ``reader``, ``origin_writer``,
+   ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``.
+   ``compaction`` stands beside it: the PySpark job over closed days.
+7. ``actors``: the thespian shells and the composition root (``exporter_parts``);
+   ``tools``: verify, offsets, the generator, the embedded broker.
+8. ``cli``: one module per ``garmexport`` command.
 """
 
 __version__ = "0.1.0"

@@ -1,1 +1,1 @@
-"""The thespian shells around the pipeline, each handler a delegation, and the exporter's composition root."""
+"""The thespian shells (each handler one delegation) and the composition root."""

@@ -1,1 +1,1 @@
-"""The ``garmexport`` command: the argparse front (``main``) and one thin module per subcommand."""
+"""The ``garmexport`` command: the argparse front (``main``), one module per command."""

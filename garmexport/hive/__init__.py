@@ -1,1 +1,1 @@
-"""Hive tables as users query them: one set of table definitions, the metastore client, and the exporter's background partition registration."""
+"""Hive tables: one set of definitions, the metastore client, partition registration."""

@@ -1,1 +1,1 @@
-"""The exporter as plain classes with their I/O (Kafka, Parquet, storage); no actor library."""
+"""The exporter as plain classes with their I/O (Kafka, Parquet, store); no actors."""

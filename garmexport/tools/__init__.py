@@ -1,1 +1,1 @@
-"""Operator and test tools: verify, offsets inspection and bootstrap, broker scans, the event generator, the embedded broker."""
+"""Operator and test tools: verify, offsets, broker scans, generator, local services."""

@@ -1,1 +1,1 @@
-"""Garmadon bytes to Arrow rows: frames, the event-type table, columns; pure CPU, no I/O."""
+"""Garmadon bytes to Arrow rows: frames, event types, schemas; pure CPU, no I/O."""
