@@ -4,7 +4,8 @@
 ``broker.new_topic()``); ``own_broker`` is a fresh process for one test, for tests that
 stop or restart the broker. ``seaweed`` is one real SeaweedFS (S3) server per session,
 shared by the storage conformance suite and the S3 end-to-end runs. ``pushgateway`` is a
-real Prometheus Pushgateway per test (compaction reports). Tests under ``tests/<tier>/`` get
+real Prometheus Pushgateway per test (compaction reports); ``webhdfs`` the WebHDFS test
+double per test. Tests under ``tests/<tier>/`` get
 the ``<tier>`` marker, so ``pytest -m "not spark"`` selects by what a test needs. Hypothesis
 runs the quick ``dev`` profile locally and the thorough ``ci`` one when ``CI`` is set
 (``tests/hypothesis_profiles.py``).
@@ -21,6 +22,7 @@ from tests.broker import Broker, start_broker
 from tests.hypothesis_profiles import register
 from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
+from tests.webhdfs_server import WebHdfsServer
 
 HYPOTHESIS_PROFILE = register()  # before any test module states its examples
 
@@ -81,3 +83,13 @@ def pushgateway(tmp_path: Path) -> Iterator[Pushgateway]:
         yield server
     finally:
         ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def webhdfs(tmp_path: Path) -> Iterator[WebHdfsServer]:
+    """The WebHDFS protocol double (tests/webhdfs_server.py) serving a fresh directory."""
+    server = WebHdfsServer(str(tmp_path / "hdfs")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -48,15 +48,6 @@ PARTITIONS = [0, 1, 2, 3]
 RANDOM_KILLS = 4
 SEED = 20261122
 HDFS_USER = "garm"
-
-
-@pytest.fixture
-def webhdfs(tmp_path: Path) -> Iterator[WebHdfsServer]:
-    server = WebHdfsServer(str(tmp_path / "hdfs")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class Target:

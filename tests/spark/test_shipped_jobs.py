@@ -55,15 +55,6 @@ def metastore(tmp_path: Path) -> Iterator[Metastore]:
         server.stop()
 
 
-@pytest.fixture
-def webhdfs(tmp_path: Path) -> Iterator[WebHdfsServer]:
-    server = WebHdfsServer(str(tmp_path / "hdfs")).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def make_sandbox(tmp_path: Path) -> Path:
     """A Mesos sandbox: the fetched artifact (``config/garmexport.toml`` stands in for the
     file served at the artifact URL) and, on PATH, a ``garmexport`` command running this
