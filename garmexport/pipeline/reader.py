@@ -35,7 +35,7 @@ from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.protocol.resume import Chain
-from garmexport.pipeline.router import ORIGINS, OriginBatch, Window, route
+from garmexport.pipeline.router import ORIGINS, KafkaRecord, OriginBatch, Window, route
 from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
 
@@ -166,7 +166,7 @@ class Reader:
             self._send(origin, p, ResetWriter(a.epoch, a.lows.get(origin, -1), a.state_last.get(origin, ())))
 
     # --- polling --------------------------------------------------------------------
-    def records(self, partition: int, records: list[object]) -> None:
+    def records(self, partition: int, records: list[KafkaRecord]) -> None:
         """Route one poll's records of one partition (offset order) to the writers."""
         a = self.assigned.get(partition)
         if a is None or not records:
@@ -174,19 +174,19 @@ class Reader:
         if not self.first_record_logged:  # the start of the steady state, for benchmarks
             self.first_record_logged = True
             log_event(log, "first_record", partition=partition,
-                      offset=records[0].offset(),  # type: ignore[attr-defined]
+                      offset=records[0].offset(),
                       process_cpu_s=round(time.process_time(), 3))
         routed = route(records, a.lows, self.window)
         upto = routed.last_offset
         if a.ledger.processed < 0 and not a.keeper.markers:
             # first run of this partition: W of every origin starts just below the first record
-            first = records[0].offset()  # type: ignore[attr-defined]
+            first = records[0].offset()
             a.ledger.routed_upto(first - 1)
         now = self._clock()
         a.last_record_s = now
         a.burst += len(records)
         for r in (records[0], records[-1]):
-            a.times.seen(r.offset(), r.timestamp()[1])  # type: ignore[attr-defined]
+            a.times.seen(r.offset(), r.timestamp()[1])
         for origin, b in routed.batches.items():
             held = a.pending.get(origin)
             if held is None:
@@ -194,7 +194,7 @@ class Reader:
                 a.pending[origin] = (b, now)
             else:
                 held[0].extend(b)
-        a.ledger.routed_upto(upto, records[-1].timestamp()[1])  # type: ignore[attr-defined]
+        a.ledger.routed_upto(upto, records[-1].timestamp()[1])
         self._send_pending(partition, a, now)
         self._enforce_budget()  # what is still gathered counts against the byte budget
         m, topic = self.metrics, self.cfg.source.topic

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Protocol
 
 import numpy as np
 
@@ -92,19 +93,28 @@ class RoutedPoll:
     quarantined: dict[str, int] = field(default_factory=dict)
 
 
-def route(records: Sequence[object], lows: Mapping[str, int], window: Window) -> RoutedPoll:
+class KafkaRecord(Protocol):
+    """What the exporter reads of a consumed record (a confluent_kafka ``Message``)."""
+
+    def value(self) -> bytes | None: ...
+    def offset(self) -> int: ...
+    def timestamp(self) -> tuple[int, int]: ...
+    def key(self) -> bytes | None: ...
+
+
+def route(records: Sequence[KafkaRecord], lows: Mapping[str, int], window: Window) -> RoutedPoll:
     """Route records of ONE partition, in offset order, skipping those at or below ``lows``."""
     routed = _route_columns(records, lows, window) if records else None
     return routed if routed is not None else route_each(records, lows, window)
 
 
-def _route_columns(records: Sequence[object], lows: Mapping[str, int],
+def _route_columns(records: Sequence[KafkaRecord], lows: Mapping[str, int],
                    window: Window) -> RoutedPoll | None:
     """:func:`route_each`'s result over whole columns, or None if a record needs its rules
     one by one (not a frame, unknown marker, event time outside an unclamped window)."""
     n = len(records)
     kind = type(records[0])
-    values = list(map(kind.value, records))  # type: ignore[attr-defined]
+    values = list(map(kind.value, records))
     if None in values:
         return None
     lengths = np.fromiter(map(len, values), np.int64, n)
@@ -119,8 +129,8 @@ def _route_columns(records: Sequence[object], lows: Mapping[str, int],
     if not ((codes != _UNKNOWN) & (header_lens >= 0) & (body_lens >= 0)
             & (HEAD_SIZE + header_lens + body_lens == lengths)).all():
         return None
-    offsets = np.fromiter(map(kind.offset, records), np.int64, n)  # type: ignore[attr-defined]
-    kafka_ts = np.fromiter(map(_kafka_ms, map(kind.timestamp, records)),  # type: ignore[attr-defined]
+    offsets = np.fromiter(map(kind.offset, records), np.int64, n)
+    kafka_ts = np.fromiter(map(_kafka_ms, map(kind.timestamp, records)),
                            np.int64, n)
     widest = max(int(kafka_ts.max()), -int(kafka_ts.min())) + max(window.past_ms, window.future_ms)
     if widest >= 2**63:
@@ -155,7 +165,7 @@ def _route_columns(records: Sequence[object], lows: Mapping[str, int],
     return out
 
 
-def route_each(records: Iterable[object], lows: Mapping[str, int], window: Window) -> RoutedPoll:
+def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: Window) -> RoutedPoll:
     """:func:`route`, one record at a time: the reference, and the path of polls with
     records that are not frames or fall outside the window."""
     out = RoutedPoll()
@@ -168,9 +178,9 @@ def route_each(records: Iterable[object], lows: Mapping[str, int], window: Windo
     skipped = 0
     last = -1
     for rec in records:
-        value = rec.value()  # type: ignore[attr-defined]
-        offset = rec.offset()  # type: ignore[attr-defined]
-        kts = rec.timestamp()[1]  # type: ignore[attr-defined]
+        value = rec.value()
+        offset = rec.offset()
+        kts = rec.timestamp()[1]
         last = offset
         reason = None
         size = len(value) if value is not None else -1
@@ -205,7 +215,7 @@ def route_each(records: Iterable[object], lows: Mapping[str, int], window: Windo
             continue
         if reason is not None:
             b = sink[0]
-            b.bad.append((len(b.offsets), reason, detail, rec.key()))  # type: ignore[attr-defined]
+            b.bad.append((len(b.offsets), reason, detail, rec.key()))
             out.quarantined[reason] = out.quarantined.get(reason, 0) + 1
         sink[2](offset)
         sink[3](value)
