@@ -22,6 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import garmexport
 from garmexport.config import Config
 from garmexport.tools.hive_local import JavaService, beeline, start_metastore, start_thrift_server
 
@@ -120,8 +121,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
             "GARMEXPORT_COMPACTION_SPARK_MASTER": "local[2]",
             # compact runs in the workdir (Spark's scratch files land there), and must still
             # import this garmexport when it is not installed
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                        os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [
+                str(Path(garmexport.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])),
         }
         if not args.skip_compaction:
             t = _step("starting a Hive metastore (thrift, Derby in the workdir)")
