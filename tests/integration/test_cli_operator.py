@@ -170,7 +170,7 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
     assert done.returncode == 1, done.stderr
     events = [json.loads(line) for line in lines(done.stderr)]  # raises on a line not JSON
     reading = [e["text"] for e in events if e["event"] == "progress"
-               and e["logger"] == "garmexport.tools.verify" and "reading the output:" in e["text"]]
+               and e["logger"] == "garmexport.verify" and "reading the output:" in e["text"]]
     assert len(reading) == len(written), done.stderr
     assert reading[-1].startswith(f"reading the output: {len(written)}/{len(written)} files, "
                                   f"{rows} rows"), reading[-1]
