@@ -9,7 +9,7 @@ leave the files published meanwhile for the next run, keep every record exactly 
 
 from __future__ import annotations
 
-import re
+import json
 import subprocess
 import threading
 import time
@@ -99,8 +99,10 @@ def test_compaction_of_a_real_run_alongside_the_exporter_stays_exact(broker, tmp
     files = visible_files(root, "fs", CLOSED_DAY)
     assert 1 <= len(files) <= 3, f"{len(files)} files left in fs/day={CLOSED_DAY}"
     held = sum(r["rows"] - r["quarantined"] for r in report["partitions"].values())
-    counts = {(m[1], m[2]): int(m[3]) for m in
-              re.finditer(r"^\S+\.(\w+)\s+(\d{4}-\d{2}-\d{2})\s+(\d+)$", second, re.M)}
+    # the exporter's environment logs JSON, so compact prints its counts as JSON lines too
+    rows = [json.loads(line) for line in second.splitlines() if line.startswith("{")]
+    counts = {(r["table"].rsplit(".", 1)[-1], r["day"]): r["rows"] for r in rows
+              if r.get("event") == "table_rows"}
     assert sum(n for (t, _), n in counts.items() if t == "fs") == held, (counts, held)
     print(f"fs/day={CLOSED_DAY}: {small} small files -> {len(files)}; "
           f"{sent[0]} late events during compaction; Hive rows {held}")
