@@ -31,7 +31,7 @@ from typing import Protocol
 
 from garmexport.config import Config, HiveConfig
 from garmexport.errors import MetastoreError
-from garmexport.protocol.backoff import nominal_delay_s
+from garmexport.protocol.backoff import Backoff
 from garmexport.hive.tables import (TableNaming, columns_of, dataset_schema, new_columns,
                                     partition_location, table_location)
 from garmexport.logs import log_event
@@ -134,12 +134,13 @@ class Registrar:
 
     # -- worker thread ----------------------------------------------------------------------
     def _run(self) -> None:
-        failures, retry_at = 0, 0.0
+        backoff = Backoff(RETRY_INITIAL_S, self._retry_max_s, retry_at=0.0)
         store: MetastorePort | None = None
         stopping = False
         while True:
             now = self._clock()
-            wait = due_in(min(self._pending.values(), default=None), retry_at, self._delay_s, now)
+            wait = due_in(min(self._pending.values(), default=None), backoff.retry_at, self._delay_s,
+                          now)
             try:
                 item = self._queue.get(timeout=None if wait is None else max(0.0, wait))
                 while True:
@@ -153,19 +154,18 @@ class Registrar:
             now = self._clock()
             oldest = min(self._pending.values(), default=None)
             self._metrics.set_hive_pending(len(self._pending), 0.0 if oldest is None else now - oldest)
-            left = due_in(oldest, retry_at, self._delay_s, now)
+            left = due_in(oldest, backoff.retry_at, self._delay_s, now)
             if self._pending and (stopping or (left is not None and left <= 0)):
                 try:
                     store = store or self._connect()
                     self._round(store)
-                    failures, self._problem = 0, ""
+                    backoff.succeeded()
+                    self._problem = ""
                 except Exception as exc:  # noqa: BLE001 - never let the worker die silently
                     if not isinstance(exc, MetastoreError):
                         log.exception("hive registration round raised")
                         store = None
-                    failures += 1
-                    retry_at = self._clock() + nominal_delay_s(failures, RETRY_INITIAL_S,
-                                                               self._retry_max_s)
+                    failures = backoff.failed(self._clock())
                     self._problem = f"hive registration failing ({failures}x): {exc}"
                     self._metrics.hive_failure()
                     log_event(log, "hive_register_failed", level=logging.WARNING,
