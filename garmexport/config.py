@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from garmexport.protocol.naming import LABEL_PATTERN
+from garmexport.usable_cpus import usable_cpus
 
 MiB = 1024 * 1024
 DAY_S = 24 * 3600
@@ -170,6 +171,13 @@ class ActorsConfig(_Section):
     # running more instances in the consumer group (README, "Actors and scaling").
     system_base: str = _f("simpleSystemBase", "thespian system base (only simpleSystemBase: "
                           "see README, Actors and scaling)", choices=("simpleSystemBase",))
+    cores: int = _f(0, "threads that run the writers' work (decode, Parquet encoding, "
+                    "publishing) beside the reader's thread; 0: the CPUs this process may use "
+                    "(its affinity, capped by its cgroup CPU quota)", min=0, max=256)
+
+    def writer_threads(self) -> int:
+        """``cores``, or the CPUs this process may use when it is 0."""
+        return self.cores or usable_cpus()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

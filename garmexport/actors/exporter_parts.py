@@ -2,12 +2,13 @@
 
 :func:`wire` builds, in this order: the metrics on a fresh registry, health and its HTTP
 server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
-dead processes), the back-off that every writer of that store shares, the
+dead processes), the back-off that every writer of that store shares, the pool of threads
+that runs the writers' work (``actors.cores``), the
 :class:`~garmexport.pipeline.reader.Reader`, the Hive partition registrar (when a metastore is
 configured), and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
 :func:`wire` when it starts and then only moves messages between the parts; writers get the
-store and the back-off in their ``StartWriter``.
+store, the back-off and the pool in their ``StartWriter``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.actors.actor_support import storage_for
+from garmexport.actors.writer_lanes import SharedBackoff, WriterPool
 from garmexport.config import Config
 from garmexport.health import Health, HealthServer, serve
 from garmexport.hive.register import Registrar, start_registrar
@@ -47,6 +49,7 @@ class ExporterParts:
     server: HealthServer
     storage: Storage
     backoff: Backoff  # one per store and process, shared by every writer
+    pool: WriterPool  # runs the writers' messages on actors.cores threads
     reader: Reader
     source: KafkaSource
     registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
@@ -75,11 +78,14 @@ def wire(
     storage = storage_for(config, instance)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
-    reader = Reader(config, instance, storage, metrics, send, kafka)
+    pool = WriterPool(config.actors.writer_threads())
+    log_event(log, "writer_threads", threads=pool.threads)
+    reader = Reader(config, instance, storage, metrics, send, kafka,
+                    queued_bytes=lambda: pool.queued_bytes)
     reader.registrar = registrar = start_registrar(config, metrics)
     source = (source if source is not None else KafkaSource(config)).bind(on_assign,
                                                                           reader.revoke)
     metrics.set_up(True)
-    backoff = Backoff(config.storage.retry_initial_s, config.storage.retry_max_s)
-    return ExporterParts(registry, metrics, health, server, storage, backoff, reader, source,
-                         registrar)
+    backoff = SharedBackoff(config.storage.retry_initial_s, config.storage.retry_max_s)
+    return ExporterParts(registry, metrics, health, server, storage, backoff, pool, reader,
+                         source, registrar)

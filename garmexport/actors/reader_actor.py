@@ -3,8 +3,14 @@
 A thin shell around :class:`garmexport.pipeline.reader.Reader`. Polls run from ``wakeupAfter``
 (thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
 a second timer drives age flushes, markers, heartbeats, metrics and liveness. Its parts
-(metrics, health server, store, back-off, Reader, Kafka source) are built in one place,
-:func:`garmexport.actors.exporter_parts.wire`, when it starts.
+(metrics, health server, store, back-off, writer pool, Reader, Kafka source) are built in
+one place, :func:`garmexport.actors.exporter_parts.wire`, when it starts.
+
+Writers run their messages on the pool's threads (:mod:`garmexport.actors.writer_lanes`),
+and their reports come back through the pool: the reader takes them before every poll and
+every tick, on its own thread, so the Reader's state is only ever touched here. While the
+lanes hold more than a quarter of ``writer.max_buffered_bytes`` of batches, the reader
+waits for reports instead of polling.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from garmexport.actors.exporter_parts import wire
 from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.logs import log_event
 from garmexport.pipeline.messages import (
-    ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
+    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
 from garmexport.actors.writer_actor import WriterActor
+from garmexport.actors.writer_lanes import WriterPool
 
 log = logging.getLogger("garmexport.reader")
 POLL, TICK = "poll", "tick"
@@ -37,6 +44,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.exporter = None
         self.source: KafkaSource | None = None
         self.server = None
+        self.pool: WriterPool | None = None
         self.registrar = None
         self.stopping: str | None = None
         self.stop_deadline = 0.0
@@ -52,6 +60,9 @@ class ReaderActor(ActorTypeDispatcher):
         parts = wire(self.cfg, self.instance, self._to_writer, _Port(self), self._assigned, source)
         self.registry, self.metrics, self.health = parts.registry, parts.metrics, parts.health
         self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
+        self.pool = parts.pool
+        #: lanes may hold this many bytes of batches before the reader stops polling
+        self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 4)
         self.reader, self.source = parts.reader, parts.source
         self.registrar = parts.registrar
         self.wakeupAfter(timedelta(0), POLL)
@@ -73,7 +84,7 @@ class ReaderActor(ActorTypeDispatcher):
         if addr is None:
             addr = self.writers[key] = self.createActor(WriterActor)
             self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter,
-                                        self.storage, self.backoff))
+                                        self.storage, self.backoff, self.pool))
         self.send(addr, msg)
 
     @escalating("reader wakeup")
@@ -83,21 +94,40 @@ class ReaderActor(ActorTypeDispatcher):
         elif msg.payload == TICK:
             self._tick()
 
+    def _take_reports(self, wait_s: float = 0.0) -> bool:
+        """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
+        for the first); False after a writer failed (the exporter is told)."""
+        outcomes = self.pool.wait(wait_s) if wait_s > 0 else self.pool.take()
+        for outcome in outcomes:
+            if isinstance(outcome, Failure):
+                self.send(self.exporter, outcome)
+                return False
+            self._report(outcome)
+        return True
+
     def _poll(self) -> None:
         if self.stopping is None and stop_signal.requested():
             self.receiveMsg_StopReader(StopReader("signal"), None)
         if self.stopping is not None:
+            return
+        if not self._take_reports():
+            return
+        if self.pool.queued_bytes > self.lane_bytes_cap:
+            # the writers are behind: wait for their reports rather than read more
+            if self._take_reports(SHORT_POLL_S):
+                self.idle_wait = self.reader.flush_idle()
+                self.wakeupAfter(timedelta(0), POLL)
             return
         w = self.cfg.writer
         timeout = w.poll_timeout_s
         if self.idle_wait is not None:
             # no longer than until a burst may end, so a catch-up is published when it ends
             timeout = min(timeout, max(self.idle_wait, 0.01))
-        if self.sent_to_writers:
-            # their reports queue up behind this poll (thespian runs one message at a time,
-            # in arrival order): a long poll on a quiet topic would hold back W, the lag and
-            # the markers. Not 0: a poll that returns at once takes only what librdkafka has
-            # queued so far, and many small batches cost more than a short wait.
+        if self.sent_to_writers or self.pool.busy:
+            # their reports wait for the end of this poll: a long poll on a quiet topic
+            # would hold back W, the lag and the markers. Not 0: a poll that returns at once
+            # takes only what librdkafka has queued so far, and many small batches cost
+            # more than a short wait.
             timeout = min(timeout, SHORT_POLL_S)
         self.sent_to_writers = False
         batches = self.source.poll(w.batch_max_records, timeout)  # type: ignore[union-attr]
@@ -110,6 +140,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.wakeupAfter(timedelta(0), POLL)
 
     def _tick(self) -> None:
+        if not self._take_reports():
+            return
         now = time.monotonic()
         self.health.tick(now)
         if self.stopping is not None:
@@ -138,8 +170,7 @@ class ReaderActor(ActorTypeDispatcher):
         if oldest is not None:
             self.metrics.set_lag_time(self.cfg.source.topic, p, *oldest)
 
-    @escalating("reader report")
-    def receiveMsg_WriterReport(self, msg: WriterReport, sender: object) -> None:
+    def _report(self, msg: WriterReport) -> None:
         self.reader.report(msg)
         # the lag moves when a report moves W: show it now, not at the next tick
         self._update_lag(msg.partition)
@@ -164,6 +195,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
 
     def _close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
         if self.registrar is not None:
             self.registrar.stop(self.cfg.hive.timeout_s)
             self.registrar = None

@@ -1,7 +1,9 @@
 """The writer actor of one (origin, partition): a thin shell around OriginWriter.
 
-Every handler delegates to :meth:`OriginWriter.handle`; the ``where`` of each names the
-message in a failure report.
+It hands every message to its lane (:mod:`garmexport.actors.writer_lanes`), where a pool
+thread calls :meth:`OriginWriter.handle`, in the order the messages came; the reports go
+back to the reader through the pool, not through this actor. The ``where`` of each handler
+names the message in a failure report.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from thespian.actors import ActorTypeDispatcher
 
 from garmexport.actors.actor_support import escalating
+from garmexport.actors.writer_lanes import Lane, WriterPool
 from garmexport.pipeline.messages import (
     Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick, WriterMessage,
 )
@@ -18,38 +21,40 @@ from garmexport.pipeline.origin_writer import OriginWriter
 class WriterActor(ActorTypeDispatcher):
     def __init__(self) -> None:
         super().__init__()
-        self.writer: OriginWriter | None = None
+        self.lane: Lane | None = None
         self.exporter = None
 
     @escalating("writer start")
     def receiveMsg_StartWriter(self, msg: StartWriter, sender: object) -> None:
         self.exporter = msg.exporter
-        self.writer = OriginWriter(msg.config, msg.storage, msg.origin, msg.partition,  # type: ignore[arg-type]
-                                   backoff=msg.backoff)  # type: ignore[arg-type]
+        writer = OriginWriter(msg.config, msg.storage, msg.origin, msg.partition,  # type: ignore[arg-type]
+                              backoff=msg.backoff)  # type: ignore[arg-type]
+        pool = msg.pool
+        if not isinstance(pool, WriterPool):
+            raise TypeError(f"StartWriter needs a WriterPool, got {type(pool).__name__}")
+        self.lane = pool.lane(f"{msg.origin}/{msg.partition}", writer.handle)
 
-    def _handle(self, msg: WriterMessage, sender: object) -> None:
-        if self.writer is None:
+    def _handle(self, msg: WriterMessage) -> None:
+        if self.lane is None:
             raise RuntimeError(f"{type(msg).__name__} before StartWriter")
-        report = self.writer.handle(msg)
-        if report is not None:
-            self.send(sender, report)
+        self.lane.submit(msg)
 
     @escalating("writer reset")
     def receiveMsg_ResetWriter(self, msg: ResetWriter, sender: object) -> None:
-        self._handle(msg, sender)
+        self._handle(msg)
 
     @escalating("writer batch")
     def receiveMsg_Batch(self, msg: Batch, sender: object) -> None:
-        self._handle(msg, sender)
+        self._handle(msg)
 
     @escalating("writer tick")
     def receiveMsg_Tick(self, msg: Tick, sender: object) -> None:
-        self._handle(msg, sender)
+        self._handle(msg)
 
     @escalating("writer flush")
     def receiveMsg_FlushOpen(self, msg: FlushOpen, sender: object) -> None:
-        self._handle(msg, sender)
+        self._handle(msg)
 
     @escalating("writer drop")
     def receiveMsg_DropOpen(self, msg: DropOpen, sender: object) -> None:
-        self._handle(msg, sender)
+        self._handle(msg)

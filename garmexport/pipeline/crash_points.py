@@ -11,20 +11,44 @@ costs one string comparison.
 from __future__ import annotations
 
 import os
+import threading
 
 from garmexport.protocol.commit_steps import STEPS
+
+#: A batch waits in its writer's lane behind another message (reader's thread).
+QUEUED = "queued"
+#: A pool thread has taken a batch from its lane and not yet handled it.
+WORKER = "worker"
+#: A file's Parquet bytes are encoded in a pool thread; nothing of it is written yet.
+ENCODED = "encoded"
+#: Every place :func:`crash_at` knows.
+PLACES = (QUEUED, WORKER, ENCODED)
 
 CRASH_ENV = "TEST_GARMEXPORT_CRASH_AFTER"  # not GARMEXPORT_*: config rejects unknown ones
 _crash_step, _, _crash_n = os.environ.get(CRASH_ENV, "").partition(":")
 _crash_seen = 0
+_crash_lock = threading.Lock()  # pool threads reach these points too
 
 
 def crash_point(step: str) -> None:
     """TEST ONLY: exit the process if :data:`CRASH_ENV` asks for a crash after ``step``."""
-    global _crash_seen
     if step not in STEPS:
         raise ValueError(f"{step!r} is not a commit step (garmexport.protocol.commit_steps)")
     if step == _crash_step:
+        _count()
+
+
+def crash_at(place: str) -> None:
+    """TEST ONLY: exit the process if :data:`CRASH_ENV` asks for a crash at ``place``."""
+    if place not in PLACES:
+        raise ValueError(f"{place!r} is not a crash place ({', '.join(PLACES)})")
+    if place == _crash_step:
+        _count()
+
+
+def _count() -> None:
+    global _crash_seen
+    with _crash_lock:
         _crash_seen += 1
         if _crash_seen == int(_crash_n):
             os._exit(137)

@@ -26,7 +26,7 @@ from garmexport.wire import columns
 from garmexport.pipeline import held_rows
 from garmexport.protocol.commit_steps import PUBLISH
 from garmexport.config import Config
-from garmexport.pipeline.crash_points import crash_point
+from garmexport.pipeline.crash_points import ENCODED, crash_at, crash_point
 from garmexport.protocol.backoff import Backoff
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.wire.events import by_output
@@ -283,6 +283,7 @@ class OriginWriter:
                         self._origin if f.kind == QUARANTINE else None)
         facts = FileFacts(src.cluster, src.topic, self._partition, f.first_offset, f.last_offset, f.rows)
         data = to_parquet_bytes(tables, facts, self._cfg.output.compression)
+        crash_at(ENCODED)  # TEST ONLY: encoded (off the reader's thread), nothing written
         intent = IntentName(self._origin, f.kind, f.day, f.first_offset)
         return publish_file(self._storage, name, intent, data), len(data)
 

@@ -85,8 +85,12 @@ class Reader:
         self, config: Config, instance: str, storage: Storage, metrics: Metrics,
         send: Callable[[str, int, WriterMessage], None], kafka: KafkaPort,
         clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        queued_bytes: Callable[[], int] = lambda: 0,
     ) -> None:
         self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
+        #: bytes of batches sent to writers that they have not handled yet (held in their
+        #: lanes, actors.writer_lanes): memory the budget counts like gathered records
+        self._queued_bytes = queued_bytes
         self._send, self._kafka, self._clock, self._wall_ms = send, kafka, clock, wall_ms
         p = config.protocol
         self.window = Window(int(p.event_time_past_days * 86_400_000), int(p.event_time_future_s * 1000),
@@ -360,8 +364,9 @@ class Reader:
             self._send(origin, p, FlushOpen(a.epoch, 0))
 
     def _pending_bytes(self) -> int:
-        """Bytes of the records gathered for the writers, not yet sent."""
-        return sum(b.nbytes for a in self.assigned.values() for b, _ in a.pending.values())
+        """Bytes of the records gathered for the writers, not yet sent or not yet handled."""
+        return (sum(b.nbytes for a in self.assigned.values() for b, _ in a.pending.values())
+                + self._queued_bytes())
 
     def write_markers(self, now: float, force: bool = False) -> None:
         self.markers.write_due({p: (a.ledger, a.keeper) for p, a in self.assigned.items()},

@@ -1,0 +1,195 @@
+"""Where the writers' work runs: a few threads under the writer actors, one lane per writer.
+
+The in-process actor system runs every actor in one thread, so without this an instance
+uses one core. A writer's work is mostly native code that releases the GIL (the upb check,
+ptars, Arrow compute, Parquet encoding, zstd, the store's writes and fsyncs; DESIGN.md 9),
+so a writer actor hands each message to its *lane* and returns at once, and the
+:class:`WriterPool`'s threads run the lanes while the reader's thread polls and routes.
+
+What the commit protocol sees does not change (DESIGN.md 9.6):
+
+- A lane runs its writer's messages one at a time, in the order the reader sent them, so a
+  writer's state, its chains and the order of its publishes are exactly as before; only
+  *when* a message runs moves.
+- The writer's reports (one per message, as before) come back through :attr:`WriterPool.done`
+  in the order they were made; the reader actor takes them from there on its thread and
+  moves W from them alone. Work still in a lane is in flight for the ledger, as a batch in
+  an actor's queue always was, so a crash with work anywhere in a lane loses nothing the
+  output promised.
+- ``DropOpen`` cancels the messages of its lane that have not started: they belong to an
+  epoch the reader has already forgotten (their records are read again by whoever owns the
+  partition next), and running them would only publish what fencing then refuses.
+- An exception in a lane is turned into a :class:`Failure` on the same queue, and the lane
+  takes nothing more: the process exits as if the actor had raised.
+
+Memory: a batch in a lane counts in :attr:`WriterPool.queued_bytes` until its writer has
+handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
+while it is above a quarter of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable
+
+from garmexport.pipeline.crash_points import QUEUED, WORKER, crash_at
+from garmexport.pipeline.messages import Batch, DropOpen, Failure, WriterMessage, WriterReport
+from garmexport.protocol.backoff import Backoff
+
+log = logging.getLogger("garmexport.writer")
+
+Handler = Callable[[WriterMessage], "WriterReport | None"]
+Outcome = WriterReport | Failure
+
+
+class WriterPool:
+    """``threads`` daemon threads running the lanes that have work, each lane by one
+    thread at a time. Daemon threads: a process that exits does not wait for a publish
+    that its store holds up (the protocol makes an unfinished publish harmless)."""
+
+    def __init__(self, threads: int) -> None:
+        if threads < 1:
+            raise ValueError(f"a writer pool needs at least one thread, got {threads}")
+        self.threads = threads
+        #: reports and failures, in the order they were made (per lane: message order)
+        self.done: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue[Lane | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._queued_bytes = 0
+        self._jobs = 0
+        self._closed = False
+        self._workers = [threading.Thread(target=self._work, name=f"garmexport-writer-{i}",
+                                          daemon=True) for i in range(threads)]
+        for t in self._workers:
+            t.start()
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of record values in batches handed to lanes and not yet handled."""
+        return self._queued_bytes
+
+    @property
+    def busy(self) -> bool:
+        """Whether any lane holds a message that has not run to its end."""
+        return self._jobs > 0
+
+    def lane(self, name: str, handle: Handler) -> Lane:
+        return Lane(self, name, handle)
+
+    def take(self) -> list[Outcome]:
+        """The reports and failures made so far (without waiting)."""
+        out = []
+        while True:
+            try:
+                out.append(self.done.get_nowait())
+            except queue.Empty:
+                return out
+
+    def wait(self, timeout_s: float) -> list[Outcome]:
+        """Like :meth:`take`, but waits up to ``timeout_s`` for the first one."""
+        try:
+            first = self.done.get(timeout=timeout_s)
+        except queue.Empty:
+            return []
+        return [first, *self.take()]
+
+    def close(self) -> None:
+        """Run nothing more: queued messages are dropped, a running one ends on its own."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for _ in self._workers:
+            self._ready.put(None)
+
+    def _work(self) -> None:
+        while True:
+            lane = self._ready.get()
+            if lane is None or self._closed:
+                return
+            lane.run_next()
+
+
+class Lane:
+    """One writer's messages, run in order by the pool, one at a time."""
+
+    def __init__(self, pool: WriterPool, name: str, handle: Handler) -> None:
+        self._pool, self.name, self._handle = pool, name, handle
+        self._queue: deque[tuple[WriterMessage, int]] = deque()
+        self._scheduled = False  # in the pool's ready queue or running
+        self._broken = False
+
+    def submit(self, msg: WriterMessage) -> None:
+        pool = self._pool
+        nbytes = sum(map(len, filter(None, msg.values))) if isinstance(msg, Batch) else 0
+        with pool._lock:
+            if self._broken or pool._closed:
+                return
+            if isinstance(msg, DropOpen):
+                for _, dropped in self._queue:  # of forgotten epochs: see the module doc
+                    pool._queued_bytes -= dropped
+                pool._jobs -= len(self._queue)
+                self._queue.clear()
+            self._queue.append((msg, nbytes))
+            pool._jobs += 1
+            pool._queued_bytes += nbytes
+            waiting = len(self._queue)
+            if not self._scheduled:
+                self._scheduled = True
+                pool._ready.put(self)
+        if isinstance(msg, Batch) and waiting > 1:
+            crash_at(QUEUED)  # TEST ONLY: a batch waits between the reader and its writer
+
+    def run_next(self) -> None:
+        """Run the oldest message (on a pool thread); put its outcome on ``pool.done``."""
+        pool = self._pool
+        with pool._lock:
+            if not self._queue:
+                self._scheduled = False
+                return
+            msg, nbytes = self._queue.popleft()
+        outcome: Outcome | None
+        try:
+            if isinstance(msg, Batch):
+                crash_at(WORKER)  # TEST ONLY: a batch is in a worker, not yet handled
+            outcome = self._handle(msg)
+        except Exception:  # noqa: BLE001 - every surprise stops the exporter
+            outcome = Failure(f"writer {self.name}", traceback.format_exc())
+            self._broken = True
+        if outcome is not None:
+            pool.done.put(outcome)
+        with pool._lock:
+            pool._queued_bytes -= nbytes
+            pool._jobs -= 1
+            if self._broken:
+                pool._jobs -= len(self._queue)
+                pool._queued_bytes -= sum(n for _, n in self._queue)
+                self._queue.clear()
+            if self._queue and not pool._closed:
+                pool._ready.put(self)
+            else:
+                self._scheduled = False
+
+
+class SharedBackoff(Backoff):
+    """The store's one back-off, shared by writers that now run on several threads."""
+
+    def __init__(self, initial_s: float, max_s: float) -> None:
+        super().__init__(initial_s, max_s)
+        self._lock = threading.Lock()
+
+    def failed(self, now: float) -> int:
+        with self._lock:
+            return super().failed(now)
+
+    def succeeded(self) -> None:
+        with self._lock:
+            super().succeeded()
+
+    def waiting(self, now: float) -> bool:
+        with self._lock:
+            return super().waiting(now)
