@@ -17,26 +17,29 @@ Records are duck-typed (``value()``, ``offset()``, ``timestamp()``, ``key()``), 
 confluent-kafka's Message is, so this module stays free of Kafka imports; the records of
 one poll are all of one class.
 
-A poll of good frames (the usual case) is routed over whole columns: the values are joined
-once, their heads read as arrays (numpy), and each origin's records picked by index, with
-no Python step per record beyond fetching its value, offset and timestamp. A poll with any
-record that the rules above treat one by one (not a frame, an unknown marker, an event
-time outside the window that is not clamped) takes the per-record path, which is the
-reference: tests hold both to the same result.
+A poll is routed over whole columns: the values' lengths and first 20 bytes are read as
+arrays (numpy), and each origin's records picked by index, with no Python step per record
+beyond fetching its value, offset and timestamp. The few records that the rules treat one
+by one (not a frame, an unknown marker, an event time outside an unclamped window) are
+found by a mask and go through :func:`classify`, the rules of one record, which the
+per-record reference :func:`route_each` applies to every record; their origins, days and
+reasons are merged into the columns before the batches are cut. Tests hold both paths to
+the same result.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import itemgetter, length_hint
 from typing import Protocol
 
 import numpy as np
 
 from garmexport.wire.events import REGISTRY
-from garmexport.wire.frame_arrays import read_heads
-from garmexport.wire.frames import HEAD, HEAD_SIZE, Reason, read_head
+from garmexport.wire.frame_arrays import HEAD_DTYPE
+from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head
 from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY
 
 #: marker -> origin (output name); "" for known types that are not exported
@@ -47,7 +50,11 @@ _NOT_EXPORTED, _UNKNOWN = -1, -2
 _CODE_OF_MARKER = np.full(max(ORIGIN_OF_MARKER) + 1, _UNKNOWN, np.int64)
 for _marker, _origin in ORIGIN_OF_MARKER.items():
     _CODE_OF_MARKER[_marker] = ORIGINS.index(_origin) if _origin else _NOT_EXPORTED
+_CODE_OF_ORIGIN: Mapping[str, int] = {o: i for i, o in enumerate(ORIGINS)} | {"": _NOT_EXPORTED}
+_HEAD_BYTES = np.dtype(f"S{HEAD_SIZE}")
+_OUT_OF_WINDOW = Reason.TIMESTAMP_OUT_OF_WINDOW.value
 _kafka_ms = itemgetter(1)  # of a record's (timestamp type, timestamp)
+_first = itemgetter(0)
 
 
 @dataclass(frozen=True)
@@ -108,71 +115,29 @@ def route(records: Sequence[KafkaRecord], lows: Mapping[str, int], window: Windo
     return routed if routed is not None else route_each(records, lows, window)
 
 
-def _route_columns(records: Sequence[KafkaRecord], lows: Mapping[str, int],
-                   window: Window) -> RoutedPoll | None:
-    """:func:`route_each`'s result over whole columns, or None if a record needs its rules
-    one by one (not a frame, unknown marker, event time outside an unclamped window)."""
-    n = len(records)
-    kind = type(records[0])
-    values = list(map(kind.value, records))
-    if None in values:
-        return None
-    lengths = np.fromiter(map(len, values), np.int64, n)
-    if int(lengths.min()) < HEAD_SIZE:
-        return None
-    starts = np.cumsum(lengths) - lengths
-    heads = read_heads(np.frombuffer(b"".join(values), np.uint8), starts)
-    markers = heads["marker"].astype(np.int64)
-    known = (markers >= 0) & (markers < len(_CODE_OF_MARKER))
-    codes = np.where(known, _CODE_OF_MARKER[np.where(known, markers, 0)], _UNKNOWN)
-    header_lens, body_lens = heads["header"].astype(np.int64), heads["body"].astype(np.int64)
-    if not ((codes != _UNKNOWN) & (header_lens >= 0) & (body_lens >= 0)
-            & (HEAD_SIZE + header_lens + body_lens == lengths)).all():
-        return None
-    offsets = np.fromiter(map(kind.offset, records), np.int64, n)
-    kafka_ts = np.fromiter(map(_kafka_ms, map(kind.timestamp, records)),
-                           np.int64, n)
-    widest = max(int(kafka_ts.max()), -int(kafka_ts.min())) + max(window.past_ms, window.future_ms)
-    if widest >= 2**63:
-        return None  # the window's bounds would overflow int64 (Python's ints do not)
-    stamps = heads["timestamp"].astype(np.int64)
-    exported = codes >= 0
-    lo, hi = kafka_ts - window.past_ms, kafka_ts + window.future_ms
-    outside = exported & (kafka_ts >= 0) & ((stamps < lo) | (stamps > hi))
-    if outside.any():
+def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, int, str | None, str]:
+    """One record by the rules above: (origin, UTC day, quarantine reason or None, its
+    detail). The origin is "" for a known type that is not exported (its day means nothing)."""
+    head = read_head(value)
+    if isinstance(head, DecodeFailure):
+        return FRAME_ORIGIN, max(kafka_ms, 0) // MS_PER_DAY, head.reason.value, head.detail
+    origin, ts = ORIGIN_OF_MARKER[head[0]], head[1]
+    if not origin:
+        return origin, 0, None, ""
+    low, high = kafka_ms - window.past_ms, kafka_ms + window.future_ms
+    if kafka_ms >= 0 and not low <= ts <= high:
         if not window.clamp:
-            return None
-        stamps = np.where(outside, np.minimum(np.maximum(stamps, lo), hi), stamps)
-    days = stamps // MS_PER_DAY
-    out = RoutedPoll(last_offset=int(offsets[-1]), records=n,
-                     not_exported=int(np.count_nonzero(codes == _NOT_EXPORTED)))
-    present, first_at = np.unique(codes[exported], return_index=True)
-    for code in present[np.argsort(first_at)]:  # origins in order of first record
-        origin = ORIGINS[code]
-        picked = np.flatnonzero(codes == code)
-        above = offsets[picked] > lows.get(origin, -1)
-        if not above.all():
-            out.skipped_committed += int(picked.size - np.count_nonzero(above))
-            picked = picked[above]
-            if not picked.size:
-                continue  # every record of the origin was already committed
-        at = picked.tolist()
-        pick = itemgetter(*at) if len(at) > 1 else (lambda seq, i=at[0]: (seq[i],))
-        out.batches[origin] = OriginBatch(
-            offsets=offsets[picked].tolist(), values=list(pick(values)),
-            kafka_ts=kafka_ts[picked].tolist(), days=days[picked].tolist(),
-            nbytes=int(lengths[picked].sum()))
-    return out
+            return (origin, kafka_ms // MS_PER_DAY, _OUT_OF_WINDOW,
+                    f"event time {ts} ms outside [{low}, {high}]")
+        ts = min(max(ts, low), high)
+    return origin, ts // MS_PER_DAY, None, ""
 
 
 def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: Window) -> RoutedPoll:
-    """:func:`route`, one record at a time: the reference, and the path of polls with
-    records that are not frames or fall outside the window."""
+    """:func:`route`, one record at a time: the reference, and the path of polls whose
+    window bounds would overflow int64."""
     out = RoutedPoll()
     batches = out.batches
-    unpack = HEAD.unpack_from
-    origin_of = ORIGIN_OF_MARKER.get
-    past, future, clamp = window.past_ms, window.future_ms, window.clamp
     # per origin: its batch, its low, and the bound appends of its columns
     sinks: dict[str, tuple] = {}
     skipped = 0
@@ -182,29 +147,10 @@ def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: 
         offset = rec.offset()
         kts = rec.timestamp()[1]
         last = offset
-        reason = None
-        size = len(value) if value is not None else -1
-        if size >= HEAD_SIZE:
-            marker, ts, hlen, blen = unpack(value)
-            origin = origin_of(marker) if HEAD_SIZE + hlen + blen == size and hlen >= 0 and blen >= 0 else None
-        else:
-            origin = None
-        if origin is None:
-            failure = read_head(value)  # the slow path says exactly why
-            reason, detail = failure.reason.value, failure.detail  # type: ignore[union-attr]
-            origin, day = FRAME_ORIGIN, max(kts, 0) // MS_PER_DAY
-        elif not origin:
+        origin, day, reason, detail = classify(value, kts, window)
+        if not origin:
             out.not_exported += 1
             continue
-        else:
-            if kts >= 0 and not (kts - past <= ts <= kts + future):
-                if clamp:
-                    ts = min(max(ts, kts - past), kts + future)
-                else:
-                    reason = Reason.TIMESTAMP_OUT_OF_WINDOW.value
-                    detail = f"event time {ts} ms outside [{kts - past}, {kts + future}]"
-                    ts = kts
-            day = ts // MS_PER_DAY
         sink = sinks.get(origin)
         if sink is None:
             b = batches[origin] = OriginBatch()
@@ -228,4 +174,72 @@ def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: 
     out.skipped_committed = skipped
     out.last_offset = last
     out.records = sum(len(b.offsets) for b in batches.values()) + skipped + out.not_exported
+    return out
+
+
+def _route_columns(records: Sequence[KafkaRecord], lows: Mapping[str, int],
+                   window: Window) -> RoutedPoll | None:
+    """:func:`route_each`'s result over whole columns, the exceptional records through
+    :func:`classify`; None if the window's bounds would overflow int64."""
+    n = len(records)
+    kind = type(records[0])
+    values = list(map(kind.value, records))
+    offsets = np.fromiter(map(kind.offset, records), np.int64, n)
+    kafka_ts = np.fromiter(map(_kafka_ms, map(kind.timestamp, records)), np.int64, n)
+    widest = max(int(kafka_ts.max()), -int(kafka_ts.min())) + max(abs(window.past_ms),
+                                                                  abs(window.future_ms))
+    if widest >= 2**63:
+        return None  # the window's bounds would overflow int64 (Python's ints do not)
+    # every value's length (a None's is 0) and its first HEAD_SIZE bytes, zero-padded: the
+    # head of a shorter value (numpy stores a None as b"None") is never used, as these
+    # values go one by one
+    lengths = np.fromiter(map(length_hint, values), np.int64, n)
+    heads = np.array(values, _HEAD_BYTES).view(HEAD_DTYPE)
+    long = lengths >= HEAD_SIZE
+    markers = heads["marker"].astype(np.int64)
+    known = (markers >= 0) & (markers < len(_CODE_OF_MARKER))
+    codes = _CODE_OF_MARKER[np.where(known, markers, 0)]
+    header_lens, body_lens = heads["header"].astype(np.int64), heads["body"].astype(np.int64)
+    exceptional = ~(long & known & (codes != _UNKNOWN) & (header_lens >= 0) & (body_lens >= 0)
+                    & (HEAD_SIZE + header_lens + body_lens == lengths))
+    stamps = heads["timestamp"].astype(np.int64)
+    low, high = kafka_ts - window.past_ms, kafka_ts + window.future_ms
+    outside = ~exceptional & (codes >= 0) & (kafka_ts >= 0) & ((stamps < low) | (stamps > high))
+    if window.clamp:
+        stamps = np.minimum(np.maximum(stamps, low), high, out=stamps, where=outside)
+    else:
+        exceptional |= outside
+    days = stamps // MS_PER_DAY
+    # the records the rules take one by one, in offset order: their origins and days go
+    # into the columns, their reasons (if not committed) aside, by origin
+    out = RoutedPoll(last_offset=int(offsets[-1]), records=n)
+    code_lows = np.array([lows.get(o, -1) for o in ORIGINS], np.int64)
+    bad: dict[int, list[tuple[int, str, str]]] = {}  # code -> (record, reason, detail)
+    for i in np.flatnonzero(exceptional).tolist():
+        origin, day, reason, detail = classify(values[i], int(kafka_ts[i]), window)
+        code = codes[i] = _CODE_OF_ORIGIN[origin]
+        days[i] = day
+        if reason is not None and offsets[i] > code_lows[code]:
+            out.quarantined[reason] = out.quarantined.get(reason, 0) + 1
+            bad.setdefault(code, []).append((i, reason, detail))
+    # each origin's records, the origins in order of their first record (committed or not)
+    exported = codes >= 0
+    out.not_exported = n - int(np.count_nonzero(exported))
+    present = np.flatnonzero(np.bincount(codes[exported], minlength=len(ORIGINS))).tolist()
+    for picked in sorted((np.flatnonzero(codes == code) for code in present), key=_first):
+        code = int(codes[picked[0]])
+        above = offsets[picked] > code_lows[code]
+        if not above.all():
+            out.skipped_committed += int(picked.size - np.count_nonzero(above))
+            picked = picked[above]
+            if not picked.size:
+                continue  # every record of the origin was already committed
+        at = picked.tolist()
+        batch = out.batches[ORIGINS[code]] = OriginBatch(
+            offsets=offsets[picked].tolist(),
+            values=list(itemgetter(*at)(values)) if len(at) > 1 else [values[at[0]]],
+            kafka_ts=kafka_ts[picked].tolist(), days=days[picked].tolist(),
+            nbytes=int(lengths[picked].sum()))
+        for i, reason, detail in bad.get(code, ()):
+            batch.bad.append((bisect_left(at, i), reason, detail, records[i].key()))
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,11 +32,12 @@ def good_frames(draw: st.DrawFn, kafka_ms: int) -> bytes:
 
 
 @st.composite
-def polls(draw: st.DrawFn, malformed: bool) -> list[FakeRecord]:
+def polls(draw: st.DrawFn, malformed: bool, one_in: int = 5, size: int = 40) -> list[FakeRecord]:
+    """Up to ``size`` records; with ``malformed``, about one in ``one_in`` is not a frame."""
     records, offset = [], draw(st.integers(0, 1000))
-    for _ in range(draw(st.integers(1, 40))):
+    for _ in range(draw(st.integers(1, size))):
         kafka_ms = draw(st.sampled_from([-1, 0, 1_795_300_000_000, 1_795_300_000_000 + 3 * DAY]))
-        if malformed and draw(st.integers(0, 4)) == 0:
+        if malformed and draw(st.integers(1, one_in)) == 1:
             value = draw(gs.malformed_frames())[0]
         else:
             value = draw(good_frames(kafka_ms))
@@ -60,12 +62,31 @@ def test_a_poll_of_frames_is_routed_over_columns_like_record_by_record(data, win
     records = data.draw(polls(malformed=False))
     lows = data.draw(lows_for(records))
     columns = router._route_columns(records, lows, window)
+    assert columns is not None  # event times outside an unclamped window included
+    same(columns, route_each(records, lows, window))
+
+
+def one_by_one(records: list[FakeRecord], window: Window) -> int:
+    """How many records the rules quarantine, committed or not (not frames, event times
+    outside an unclamped window): those the column path hands to ``classify``."""
+    return sum(router.classify(r.value(), r.timestamp()[1], window)[2] is not None for r in records)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(data=st.data(), window=windows, one_in=st.sampled_from([2, 5, 50]))
+def test_a_poll_with_records_that_are_not_frames_is_routed_over_columns(data, window, one_in):
+    """Not frames (None, empty, short, lengths, unknown markers), event times outside the
+    window, committed records, clamped or not: the columns give the reference's result,
+    and the rules of one record run only for the records they quarantine."""
+    records = data.draw(polls(malformed=True, one_in=one_in, size=80))
+    lows = data.draw(lows_for(records))
     reference = route_each(records, lows, window)
-    if columns is None:  # only an event time outside an unclamped window sends it back
-        clamped = Window(window.past_ms, window.future_ms, clamp=True)
-        assert not window.clamp and router._route_columns(records, lows, clamped) is not None
-    else:
-        same(columns, reference)
+    expected_calls = one_by_one(records, window)
+    with mock.patch.object(router, "classify", wraps=router.classify) as classify:
+        columns = router._route_columns(records, lows, window)
+    assert columns is not None
+    same(columns, reference)
+    assert classify.call_count == expected_calls
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -81,6 +102,25 @@ def test_a_clean_poll_takes_the_column_path():
     records = [FakeRecord(i, frame, 1_795_300_000_000) for i in range(3)]
     routed = router._route_columns(records, {}, Window(DAY, 0))
     assert routed is not None and routed.batches["fs"].offsets == [0, 1, 2]
+
+
+def test_only_the_exceptional_records_of_a_poll_go_one_by_one():
+    kafka_ms = 1_795_300_000_000
+    fs = struct.pack(">iqii", 1, kafka_ms, 1, 1) + b"hb"
+    late = struct.pack(">iqii", 1, kafka_ms - 2 * DAY, 1, 1) + b"hb"  # outside a day back
+    odd = {7: None, 50: b"", 51: fs[:12], 90: fs + b"x", 120: b"\x00\x00\x03\xe7" + fs[4:],
+           150: late, 199: None}
+    records = [FakeRecord(i, odd.get(i, fs), kafka_ms, b"k%d" % i) for i in range(200)]
+    window = Window(DAY, 0)
+    with mock.patch.object(router, "classify", wraps=router.classify) as classify:
+        routed = route(records, {"_frame": 7}, window)
+    assert classify.call_count == len(odd)
+    assert routed == route_each(records, {"_frame": 7}, window)
+    assert routed.skipped_committed == 1 and routed.quarantined == {
+        "empty_value": 1, "short_head": 1, "length_mismatch": 1, "unknown_marker": 1,
+        "timestamp_out_of_window": 1, "null_value": 1}
+    assert [i for i, *_ in routed.batches["_frame"].bad] == [0, 1, 2, 3, 4]
+    assert routed.batches["fs"].bad[0][:2] == (150 - 5, "timestamp_out_of_window")
 
 
 def test_bounds_that_would_overflow_int64_go_record_by_record():
