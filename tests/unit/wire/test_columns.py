@@ -373,3 +373,15 @@ def test_an_order_over_frames_too_large_for_one_array_picks_the_values(monkeypat
     assert_same(halves, whole)
     assert [i for i, _ in halves[1]] == [1]
     assert halves[0].column("kafka_offset").to_pylist() == [106, 100, 102, 101]
+
+
+@pytest.mark.parametrize("distinct, deduplicated", [(1, True), (6, True), (7, False), (9, False)])
+def test_headers_go_through_their_distinct_values_up_to_two_in_three(distinct, deduplicated):
+    headers = [HEADER(hostname=f"h{i % distinct}").SerializeToString() for i in range(9)]
+    chosen = columns._Distinct.of(pa.array(headers, pa.binary()))
+    assert (chosen.index is not None) == deduplicated
+    assert len(chosen.values) == (distinct if deduplicated else 9)
+    values = [encode(1, i, HEADER.FromString(h), FS.message(uri=f"u{i}"))
+              for i, h in enumerate(headers)]
+    assert_same(decode_batch(FS, values, 0, list(range(9))),
+                columns_reference.decode_batch(FS, values, 0, list(range(9))))
