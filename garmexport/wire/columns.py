@@ -170,8 +170,9 @@ class _Distinct:
 
 # Compute functions called directly: ``pc.equal`` and friends parse their arguments on every
 # call, which is most of the cost on the small columns of a small batch (rare types).
-_EQUAL, _INVERT, _IF_ELSE, _LIST_LENGTH, _DICTIONARY_ENCODE = map(
-    pc.get_function, ("equal", "invert", "if_else", "list_value_length", "dictionary_encode"))
+_EQUAL, _NOT_EQUAL, _IF_ELSE, _LIST_LENGTH, _DICTIONARY_ENCODE = map(
+    pc.get_function,
+    ("equal", "not_equal", "if_else", "list_value_length", "dictionary_encode"))
 _NO_ITEMS = pa.scalar(0, pa.int32())
 
 
@@ -193,12 +194,14 @@ def _nulled(column: pa.Array, field: FieldDescriptor) -> pa.Array:
         return pa.ListArray.from_arrays(column.offsets, column.values, STRING_LIST, mask=empty)
     if field.type == _F.TYPE_UINT64:
         column = column.cast(pa.int64(), safe=False)  # keep the 64 bits, see module docstring
-    is_default = _EQUAL.call([column, default])
+    # not_equal is false exactly where equal is true (inputs hold no NULL; NaN differs from
+    # the default under both)
+    valid = _NOT_EQUAL.call([column, default])
     if column.offset != 0:
-        return _IF_ELSE.call([is_default, pa.scalar(None, column.type), column])
-    # Zero copy: the negated mask's bitmap becomes the validity bitmap.
-    validity = _INVERT.call([is_default]).buffers()[1]
-    return pa.Array.from_buffers(column.type, len(column), [validity, *column.buffers()[1:]])
+        return _IF_ELSE.call([valid, column, pa.scalar(None, column.type)])
+    # Zero copy: the mask's bitmap becomes the validity bitmap.
+    return pa.Array.from_buffers(column.type, len(column), [valid.buffers()[1],
+                                                            *column.buffers()[1:]])
 
 
 def _flattened(sections: pa.ListArray, spec: SectionFlattening) -> list[pa.Array]:
