@@ -42,8 +42,8 @@ def find_bad(
     """Indexes of payloads upb cannot parse as ``message``, with upb's error text, in
     index order.
 
-    A range of payloads that parses as one wrapper message holds no bad payload; each
-    payload of a failing range is judged alone by ``message.FromString``, as before.
+    A range of payloads that parses as one wrapper message holds no bad payload; a payload
+    is bad when ``message.FromString`` rejects it alone.
     """
     n = len(payloads)
     if n == 0:
@@ -65,19 +65,18 @@ def find_bad(
     todo = [(lo, min(lo + _FIRST_RANGE, n)) for lo in range(0, n, _FIRST_RANGE)][::-1]
     while todo:
         lo, hi = todo.pop()
-        if hi - lo > 1:
+        if hi - lo == 1:  # one payload, judged alone (its item ends with it)
+            end = int(cuts[hi])
             try:
-                wrapper.FromString(whole[cuts[lo] : cuts[hi]])
-                continue
-            except DecodeError:
-                step = 1 if hi - lo <= _PARTS else -(-(hi - lo) // _PARTS)
-                todo += [(a, min(a + step, hi)) for a in range(lo, hi, step)][::-1]
-                continue
-        end = int(cuts[hi])
+                message.FromString(whole[end - int(sizes[lo]) : end].tobytes())
+            except DecodeError as exc:
+                found.append((lo, DecodeFailure(reason, str(exc))))
+            continue
         try:
-            message.FromString(whole[end - int(sizes[lo]) : end].tobytes())
-        except DecodeError as exc:
-            found.append((lo, DecodeFailure(reason, str(exc))))
+            wrapper.FromString(whole[cuts[lo] : cuts[hi]])
+        except DecodeError:  # a bad payload in the range: check its parts
+            step = 1 if hi - lo <= _PARTS else -(-(hi - lo) // _PARTS)
+            todo += [(a, min(a + step, hi)) for a in range(lo, hi, step)][::-1]
     return found
 
 
