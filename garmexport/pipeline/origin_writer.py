@@ -16,9 +16,9 @@ writer forgets everything open and reports the fence.
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -124,24 +124,8 @@ class OriginWriter:
         n = len(batch.offsets)
         self._rows_in += n
         bad = {i: (reason, detail, key) for i, reason, detail, key in batch.bad}
-        # decode in (day, offset) order, so that each day's rows are one slice of the table:
-        # a stable sort of record indexes is far cheaper than reordering the decoded table
-        all_days = batch.days
-        order = [i for i in range(n) if i not in bad] if bad else None
-        if len(set(all_days)) > 1:
-            order = sorted(range(n) if order is None else order, key=all_days.__getitem__)
-        if self._type is not None and (order is None or order):
-            values = batch.values if order is None else list(map(batch.values.__getitem__, order))
-            offsets = batch.offsets if order is None else list(map(batch.offsets.__getitem__, order))
-            table, failures = columns.decode_batch(self._type, values, self._partition, offsets)
-            kept = order
-            if failures:
-                kept = list(range(n)) if kept is None else kept
-                failed = {kept[j] for j, _ in failures}
-                for j, failure in failures:
-                    bad[kept[j]] = (failure.reason.value, failure.detail, None)
-                kept = [i for i in kept if i not in failed]
-            self._add_data(table, all_days, kept, now)
+        if self._type is not None and len(bad) < n:
+            self._decode(batch, bad, now)
         if bad and not self._halted:
             self._add_quarantine(batch, sorted(bad.items()), now)
         if self._halted:
@@ -150,35 +134,51 @@ class OriginWriter:
         self.flush_due(now)
         return self.report()
 
+    def _decode(self, batch: Batch, bad: dict[int, tuple], now: float) -> None:
+        """Decode the records not known bad, add the rows to their days' open files, and
+        the records that fail to decode to ``bad``.
+
+        Records are decoded in (day, offset) order, so that each day's rows are one slice of
+        the table: a stable sort of record indexes (numpy) is far cheaper than reordering
+        the decoded table.
+        """
+        days = np.fromiter(batch.days, np.int64, len(batch.days))
+        rows = None if not bad else np.delete(np.arange(len(days)), list(bad))
+        if days.size and days.min() != days.max():
+            rows = (np.argsort(days, kind="stable") if rows is None
+                    else rows[np.argsort(days[rows], kind="stable")])
+        table, failures = columns.decode_batch(self._type, batch.values,
+                                               self._partition, batch.offsets, order=rows)
+        if failures:
+            at = np.fromiter((j for j, _ in failures), np.int64, len(failures))
+            failed = at if rows is None else rows[at]
+            for i, (_, failure) in zip(failed.tolist(), failures):
+                bad[i] = (failure.reason.value, failure.detail, None)
+            rows = np.delete(np.arange(len(days)) if rows is None else rows, at)
+        self._add_data(table, days if rows is None else days[rows], now)
+
     def _day(self, epoch_day: int) -> str:
         name = self._day_names.get(epoch_day)
         if name is None:
             name = self._day_names[epoch_day] = day_name(epoch_day)
         return name
 
-    def _add_data(self, table: pa.Table, days: Sequence[int], rows: list[int] | None,
-                  now: float) -> None:
+    def _add_data(self, table: pa.Table, days: np.ndarray, now: float) -> None:
         """Append decoded rows to the open file of their day's chain, skipping published ones.
 
-        Row ``j`` of ``table`` is record ``rows[j]`` of the batch (``j`` itself when ``rows``
-        is None), whose day is ``days[rows[j]]``. Days do not decrease along the table and
-        rows of a day are in offset order, so each day is one zero-copy slice, found by
-        bisection.
+        ``days[j]`` is the epoch day of row ``j`` of ``table``. Days do not decrease along
+        the table and rows of a day are in offset order, so each day is one zero-copy slice.
         """
         n = table.num_rows
         if n == 0:
             return
-        day_of_row = days.__getitem__ if rows is None else (lambda j: days[rows[j]])
-        start = 0
-        for d in sorted(set(days)):  # may name days whose records all failed: empty slices
-            end = bisect_right(range(n), d, start, key=day_of_row)
-            if end == start:
-                continue
-            day = self._day(d)
+        offsets = table.column("kafka_offset").to_numpy()
+        cuts = [0, *(np.flatnonzero(days[1:] != days[:-1]) + 1).tolist(), n]
+        for start, end in zip(cuts, cuts[1:]):
+            day = self._day(int(days[start]))
             part = table.slice(start, end - start)
-            start = end
             bound = self._files.skip_bound(DATA, day)
-            if part.column("kafka_offset")[0].as_py() <= bound:
+            if offsets[start] <= bound:
                 before = part.num_rows
                 part = part.filter(pc.greater(part.column("kafka_offset"), bound))
                 self._skipped += before - part.num_rows

@@ -24,7 +24,6 @@ from garmexport.wire.frames import HEAD_SIZE
 
 #: the frame head: type marker, event time (ms), header length, body length
 HEAD_DTYPE = np.dtype([("marker", ">i4"), ("timestamp", ">i8"), ("header", ">i4"), ("body", ">i4")])
-_HEAD_BYTES = np.arange(HEAD_SIZE, dtype=np.int64)
 #: the frames of one array stay under 1 GiB: ptars reads 32-bit offsets only (2 GiB), and
 #: the upb check's wrapper message adds an item head to every payload
 MAX_ARRAY_BYTES = 1 << 30
@@ -43,18 +42,26 @@ def frames_array(values: Sequence[bytes]) -> pa.BinaryArray | None:
 def read_heads(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The heads of the frames that start at ``starts`` in ``data`` (bytes, each frame at
     least HEAD_SIZE long), as a structured array of :data:`HEAD_DTYPE`."""
-    at = starts.astype(np.int64)[:, None] + _HEAD_BYTES
-    heads: np.ndarray = data[at].view(HEAD_DTYPE).reshape(len(starts))
+    if len(starts) == 0:
+        return np.zeros(0, HEAD_DTYPE)
+    # row i of the windows is the HEAD_SIZE bytes from byte i on (a view, no copy): picking
+    # rows copies each head once, where an index per byte cost a 160-byte index per head
+    windows = np.lib.stride_tricks.sliding_window_view(data, HEAD_SIZE)
+    heads: np.ndarray = windows[starts].view(HEAD_DTYPE).reshape(len(starts))
     return heads
 
 
-def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.BinaryArray]:
-    """(event times as int64, header bytes, body bytes) of whole frames, in their order.
+def split(
+    frames: pa.BinaryArray, order: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.BinaryArray, pa.BinaryArray]:
+    """(event times as int64, header bytes, body bytes) of whole frames, in their order,
+    or of the frames at the indexes ``order``, in that order.
 
-    Raises ValueError if a value cannot be a frame (NULL, or shorter than its head).
+    Raises ValueError if a value cannot be a frame (NULL, or shorter than its head), chosen
+    by ``order`` or not.
     """
     n = len(frames)
-    if n == 0:
+    if n == 0 or (order is not None and len(order) == 0):
         return np.zeros(0, np.int64), pa.array([], pa.binary()), pa.array([], pa.binary())
     _, offsets_buf, data_buf = frames.buffers()
     offsets = np.frombuffer(offsets_buf, np.int32, n + 1, frames.offset * 4)
@@ -69,6 +76,9 @@ def split(frames: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray, pa.Binary
     cuts[2::3] = cuts[1::3] + heads["header"].astype(np.int32)
     cuts[-1] = offsets[-1]
     parts = pa.Array.from_buffers(pa.binary(), 3 * n, [None, pa.py_buffer(cuts), data_buf])
-    headers = parts.take(pa.array(np.arange(1, 3 * n, 3)))
-    bodies = parts.take(pa.array(np.arange(2, 3 * n, 3)))
-    return heads["timestamp"].astype(np.int64), headers, bodies
+    # picking the headers and bodies copies them once, in the order asked for
+    picked = np.arange(n) if order is None else np.asarray(order, np.int64)
+    headers = parts.take(pa.array(3 * picked + 1))
+    bodies = parts.take(pa.array(3 * picked + 2))
+    stamps = heads["timestamp"] if order is None else heads["timestamp"][picked]
+    return stamps.astype(np.int64), headers, bodies

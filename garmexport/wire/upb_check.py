@@ -1,9 +1,13 @@
 """Which protobuf payloads upb rejects: the judge of a bad header or body.
 
-upb (the generated classes) parses a whole batch as one wrapper message
-``repeated T item = 1``, which gives the same verdict as parsing each payload alone; if
-the batch fails, bisection finds the bad payloads. The decoder (``columns``) asks it before
-ptars converts anything, since ptars accepts some corrupt messages upb rejects.
+upb (the generated classes) parses a range of payloads as one wrapper message
+``repeated T item = 1``, which gives the same verdict as parsing each payload alone. A
+batch is checked as ranges of :data:`_FIRST_RANGE` payloads; a failing range is cut into
+:data:`_PARTS` parts, each checked again, until single payloads are judged alone. With a
+few bad payloads in a batch (the usual case at realistic bad-record rates) this re-parses
+about a tenth of the batch, where halving the failing range re-parsed it twice over.
+The decoder (``columns``) asks it before ptars converts anything, since ptars accepts
+some corrupt messages upb rejects.
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ from garmexport.wire.events import EXPORTED, HEADER
 from garmexport.wire.frames import DecodeFailure, Reason
 
 _F = FieldDescriptor
-_LINEAR_BELOW = 32  # bisection stops and parses record by record below this many records
+#: payloads per range checked first: a batch is parsed as a few wrapper messages of this
+#: many items, so a bad payload costs a re-parse of its range, not of half the batch
+_FIRST_RANGE = 512
+#: a failing range is cut into this many parts, each checked again; a failing range of at
+#: most this many payloads is checked payload by payload
+_PARTS = 16
 _JOIN, _BINARY_LENGTH = map(pc.get_function, ("binary_join_element_wise", "binary_length"))
 _NO_SEPARATOR = pa.scalar(b"", pa.binary())
 
@@ -30,37 +39,44 @@ _NO_SEPARATOR = pa.scalar(b"", pa.binary())
 def find_bad(
     message: type[Message], payloads: pa.BinaryArray, reason: Reason
 ) -> list[tuple[int, DecodeFailure]]:
-    """Indexes of payloads upb cannot parse as ``message``, with upb's error text."""
+    """Indexes of payloads upb cannot parse as ``message``, with upb's error text, in
+    index order.
+
+    A range of payloads that parses as one wrapper message holds no bad payload; a payload
+    is bad when ``message.FromString`` rejects it alone.
+    """
     n = len(payloads)
     if n == 0:
         return []
     wrapper = _wrappers()[message.DESCRIPTOR.full_name]
     # the wrapper message: per payload, an item head (field 1's tag, the length as varint)
     # and the payload; joined element-wise in Arrow, so item i spans cuts[i]..cuts[i + 1]
-    items = _JOIN.call([_prefixes(_BINARY_LENGTH.call([payloads])), payloads, _NO_SEPARATOR])
+    lengths = _BINARY_LENGTH.call([payloads])
+    items = _JOIN.call([_prefixes(lengths), payloads, _NO_SEPARATOR])
+    sizes = lengths.to_numpy()
     _, cuts_buf, data_buf = items.buffers()
     cuts = np.frombuffer(cuts_buf, np.int32, n + 1, items.offset * 4)
-    base = int(cuts[0])
-    whole = data_buf[base:int(cuts[-1])].to_pybytes() if data_buf is not None else b""
+    # zero-copy views of the joined bytes: a slice costs nothing however long
+    whole = memoryview(data_buf if data_buf is not None else b"")
     found: list[tuple[int, DecodeFailure]] = []
-    # Bisection with an explicit stack of ranges, taken in index order. (A recursive inner
-    # function would be a reference cycle per call, holding every payload until the
-    # cyclic garbage collector runs.)
-    todo = [(0, n)]
+    # An explicit stack of ranges, taken in index order. (A recursive inner function would
+    # be a reference cycle per call, holding every payload until the cyclic garbage
+    # collector runs.)
+    todo = [(lo, min(lo + _FIRST_RANGE, n)) for lo in range(0, n, _FIRST_RANGE)][::-1]
     while todo:
         lo, hi = todo.pop()
-        if hi - lo >= _LINEAR_BELOW:
+        if hi - lo == 1:  # one payload, judged alone (its item ends with it)
+            end = int(cuts[hi])
             try:
-                wrapper.FromString(whole[cuts[lo] - base : cuts[hi] - base])
-            except DecodeError:
-                mid = (lo + hi) // 2
-                todo += ((mid, hi), (lo, mid))
-            continue
-        for i in range(lo, hi):
-            try:
-                message.FromString(payloads[i].as_py())
+                message.FromString(whole[end - int(sizes[lo]) : end].tobytes())
             except DecodeError as exc:
-                found.append((i, DecodeFailure(reason, str(exc))))
+                found.append((lo, DecodeFailure(reason, str(exc))))
+            continue
+        try:
+            wrapper.FromString(whole[cuts[lo] : cuts[hi]])
+        except DecodeError:  # a bad payload in the range: check its parts
+            step = 1 if hi - lo <= _PARTS else -(-(hi - lo) // _PARTS)
+            todo += [(a, min(a + step, hi)) for a in range(lo, hi, step)][::-1]
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -287,3 +288,100 @@ def test_payloads_of_16_kib_and_more_are_checked_like_small_ones():
     assert [(i, f.reason) for i, f in native[1]] == [(1, Reason.BAD_BODY)]
     assert native[0].column("uri").to_pylist() == ["x" * 20_000]
     assert_same(native, columns_reference.decode_batch(FS, values, 0, [0, 1]))
+
+
+def shared_header_frames(event_type, data, bad_bodies: bool = True) -> list[bytes]:
+    """Frames sharing a few headers, some of them damaged, with damaged bodies among them."""
+    pool = data.draw(st.lists(
+        st.one_of(gs.headers().map(lambda h: h.SerializeToString()),
+                  gs.bad_payloads(HEADER)), min_size=1, max_size=4))
+    picks = data.draw(st.lists(
+        st.tuples(st.integers(0, len(pool) - 1), gs.frames(event_type),
+                  st.one_of(st.none(), gs.bad_payloads(event_type.message)) if bad_bodies
+                  else st.none()),
+        min_size=2, max_size=60))
+    values = []
+    for k, (_, stamp, _, body), bad_body in picks:
+        body_bytes = body.SerializeToString() if bad_body is None else bad_body
+        values.append(struct.pack(">iqii", event_type.marker, stamp, len(pool[k]), len(body_bytes))
+                      + pool[k] + body_bytes)
+    return values
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_decoding_in_an_order_is_decoding_the_values_in_that_order(event_type, data):
+    """The writer decodes a batch in (day, offset) order by passing ``order``; the result
+    is the reference decoder's on the values picked in that order."""
+    values = data.draw(st.one_of(st.lists(gs.mutated_frames(event_type), max_size=40),
+                                 st.builds(shared_header_frames, st.just(event_type), st.data())))
+    offsets = [1000 + 3 * i for i in range(len(values))]
+    order = data.draw(st.permutations(range(len(values))).flatmap(
+        lambda p: st.integers(0, len(p)).map(lambda k: p[:k])))
+    picked = [values[i] for i in order]
+    native = decode_batch(event_type, values, 0, offsets, order=np.array(order, np.int64))
+    reference = columns_reference.decode_batch(event_type, picked, 0, [offsets[i] for i in order])
+    assert_same(native, reference)
+    assert_same(native, decode_batch(event_type, picked, 0, [offsets[i] for i in order]))
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_records_sharing_headers_with_bad_headers_and_bad_bodies_match_the_reference(
+        event_type, data):
+    """Records dropped for a bad header or body leave the distinct headers behind: the
+    kept records' headers are renumbered, not worked out again."""
+    values = shared_header_frames(event_type, data)
+    offsets = list(range(len(values)))
+    assert_same(decode_batch(event_type, values, 0, offsets),
+                columns_reference.decode_batch(event_type, values, 0, offsets))
+
+
+def test_a_header_only_a_bad_body_had_does_not_shift_the_others():
+    shared = [HEADER(hostname=f"h{k}").SerializeToString() for k in range(3)]
+    lonely = HEADER(hostname="lonely").SerializeToString()
+    bad_header, bad_body = b"\x0a\x05ab", b"\x5b\x44"
+    good_body = FS.message(uri="u").SerializeToString()
+    rows = ([(shared[i % 3], good_body) for i in range(10)] + [(lonely, bad_body)]
+            + [(bad_header, good_body)] * 2 + [(shared[i % 3], good_body) for i in range(10)])
+    values = [struct.pack(">iqii", FS.marker, i, len(h), len(b)) + h + b
+              for i, (h, b) in enumerate(rows)]
+    order = np.array(list(range(len(values)))[::-1], np.int64)
+    table, failures = decode_batch(FS, values, 0, list(range(len(values))), order=order)
+    assert [(i, f.reason) for i, f in failures] == [
+        (10, Reason.BAD_HEADER), (11, Reason.BAD_HEADER), (12, Reason.BAD_BODY)]
+    assert table.column("hostname").to_pylist() == [f"h{i % 3}" for i in range(10)][::-1] * 2
+    assert table.column("kafka_offset").to_pylist() == [*range(22, 12, -1), *range(9, -1, -1)]
+
+
+def test_an_empty_order_decodes_nothing():
+    values = [encode(1, 1, HEADER(hostname="h"), FS.message(uri="u"))]
+    table, failures = decode_batch(FS, values, 0, [5], order=np.zeros(0, np.int64))
+    assert table.num_rows == 0 and table.schema == schema_for(FS) and failures == []
+
+
+def test_an_order_over_frames_too_large_for_one_array_picks_the_values(monkeypatch):
+    values = [encode(1, 10 + i, HEADER(hostname=f"h{i % 2}"), FS.message(uri=f"u{i}"))
+              for i in range(7)]
+    values[5] = encode(1, 1, b"", b"\x5b\x44")
+    order = np.array([6, 5, 0, 2, 1], np.int64)
+    whole = decode_batch(FS, values, 0, list(range(100, 107)), order=order)
+    monkeypatch.setattr(columns.frame_arrays, "MAX_ARRAY_BYTES", 2 * max(map(len, values)))
+    halves = decode_batch(FS, values, 0, list(range(100, 107)), order=order)
+    assert_same(halves, whole)
+    assert [i for i, _ in halves[1]] == [1]
+    assert halves[0].column("kafka_offset").to_pylist() == [106, 100, 102, 101]
+
+
+@pytest.mark.parametrize("distinct, deduplicated", [(1, True), (6, True), (7, False), (9, False)])
+def test_headers_go_through_their_distinct_values_up_to_two_in_three(distinct, deduplicated):
+    headers = [HEADER(hostname=f"h{i % distinct}").SerializeToString() for i in range(9)]
+    chosen = columns._Distinct.of(pa.array(headers, pa.binary()))
+    assert (chosen.index is not None) == deduplicated
+    assert len(chosen.values) == (distinct if deduplicated else 9)
+    values = [encode(1, i, HEADER.FromString(h), FS.message(uri=f"u{i}"))
+              for i, h in enumerate(headers)]
+    assert_same(decode_batch(FS, values, 0, list(range(9))),
+                columns_reference.decode_batch(FS, values, 0, list(range(9))))
