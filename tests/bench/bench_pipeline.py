@@ -17,6 +17,11 @@ its own consumer group, each as its own process, one after the other:
 5. ``garmexport x2``: two ``garmexport run`` in one consumer group, until the consumed sum
    reaches N and every partition has lag 0.
 
+An exporter run named ``..._cores<N>`` (``garmexport_cores1``, ``garmexport_x2_cores1``)
+sets ``GARMEXPORT_ACTORS_CORES=N``; the others use the default (the CPUs the process may
+use). ``garmexport_cores1`` is the exporter confined to one writer thread: the ratio of
+``garmexport`` to it is what the writer threads gain, in the same run.
+
 The headline is the steady state: from the first record received to done, so the group
 join of the test broker (about 5 s, a wait, not work) is in none of the rates or ratios;
 it is reported on its own (``join_s``: process start to first record). The first record
@@ -293,6 +298,9 @@ def ratios_of(rows: dict, suffix: str = "") -> dict[str, float]:
     one, two = rows.get("garmexport" + suffix), rows.get("garmexport_x2" + suffix)
     if one and two and one.get(RATE) and two.get(RATE):
         found[f"garmexport_x2{suffix}/garmexport{suffix} events/s"] = round(two[RATE] / one[RATE], 3)
+    single = rows.get("garmexport_cores1")
+    if not suffix and one and single and one.get(RATE) and single.get(RATE):
+        found["garmexport/garmexport_cores1 events/s"] = round(one[RATE] / single[RATE], 3)
     return found
 
 
@@ -395,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
                     raw = run_program(name, programs[name], [*common, *outs], work)
                 else:
                     aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if name.endswith(AGED) else {}
+                    cores = re.search(r"_cores(\d+)$", name)
+                    if cores:
+                        aged["GARMEXPORT_ACTORS_CORES"] = cores.group(1)
                     env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra)
                     raw = run_exporters(name, 2 if "_x2" in name else 1, env, n,
                                         args.partitions, work, out)
