@@ -9,7 +9,7 @@ one place, :func:`garmexport.actors.exporter_parts.wire`, when it starts.
 Writers run their messages on the pool's threads (:mod:`garmexport.actors.writer_lanes`),
 and their reports come back through the pool: the reader takes them before every poll and
 every tick, on its own thread, so the Reader's state is only ever touched here. While the
-lanes hold more than a quarter of ``writer.max_buffered_bytes`` of batches, the reader
+lanes hold more than an eighth of ``writer.max_buffered_bytes`` of batches, the reader
 waits for reports instead of polling.
 """
 
@@ -62,7 +62,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
         self.pool = parts.pool
         #: lanes may hold this many bytes of batches before the reader stops polling
-        self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 4)
+        self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
         self.reader, self.source = parts.reader, parts.source
         self.registrar = parts.registrar
         self.wakeupAfter(timedelta(0), POLL)

@@ -24,7 +24,7 @@ What the commit protocol sees does not change (DESIGN.md 9.6):
 
 Memory: a batch in a lane counts in :attr:`WriterPool.queued_bytes` until its writer has
 handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
-while it is above a quarter of it.
+while it is above an eighth of it.
 """
 
 from __future__ import annotations
