@@ -133,7 +133,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         settings = {"bootstrap.servers": broker.bootstrap, **PRODUCER_SETTINGS}
         t = _step(f"producing {args.events} events over {args.days} days "
                   f"({args.partitions} partitions, 5% late, 0.1% malformed)")
-        ensure_topic(settings, topic, args.partitions)
+        # a topic kept from an earlier demo may have more partitions: wait for all of them
+        partitions = ensure_topic(settings, topic, args.partitions)
         spec = Spec(now_ms=int(time.time() * 1000), partitions=args.partitions, days=args.days,
                     late_share=0.05, bad_share=0.001)
         report = produce(settings, topic, spec, args.events)
@@ -146,7 +147,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             proc = subprocess.Popen([sys.executable, "-m", "garmexport", "run"], env=env,
                                     stdout=f, stderr=subprocess.STDOUT)
         try:
-            _wait_caught_up(proc, log, args.events, args.partitions)
+            _wait_caught_up(proc, log, args.events, partitions)
         finally:
             proc.terminate()
             code = proc.wait(timeout=120)

@@ -82,15 +82,19 @@ def client_settings(config: Config, bootstrap: str | None) -> dict[str, object]:
     return {**settings, **PRODUCER_SETTINGS}
 
 
-def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) -> None:
-    """Create ``topic`` with ``partitions`` unless it exists with at least that many.
+def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) -> int:
+    """Create ``topic`` with ``partitions`` unless it exists with at least that many;
+    return the partitions it has.
 
+    The topic is looked up in the list of all topics, never by name: a metadata request
+    that names a missing topic makes a broker with ``auto.create.topics.enable`` create it
+    with its default partition count (tansu: 4), which would win over ``partitions``.
     Raises BrokerError if the broker cannot be reached or the topic has fewer partitions.
     """
     admin = AdminClient({**{k: v for k, v in settings.items() if k not in PRODUCER_SETTINGS},
                          **client_log_settings()})
     try:
-        existing = admin.list_topics(topic, timeout=10).topics.get(topic)
+        existing = admin.list_topics(timeout=10).topics.get(topic)
         if existing is None or existing.error is not None:
             future = admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic]
             try:
@@ -98,7 +102,7 @@ def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) ->
             except KafkaException as e:
                 if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
                     raise
-            existing = admin.list_topics(topic, timeout=10).topics.get(topic)
+            existing = admin.list_topics(timeout=10).topics.get(topic)
     except KafkaException as e:
         raise BrokerError(f"cannot create or describe topic {topic}: {e}") from e
     finally:
@@ -106,6 +110,7 @@ def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) ->
     have = len(existing.partitions) if existing else 0
     if have < partitions:
         raise BrokerError(f"topic {topic} has {have} partitions, {partitions} were asked for")
+    return have
 
 
 def produce(settings: Mapping[str, object], topic: str, spec: Spec, count: int,

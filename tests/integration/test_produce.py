@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from garmexport.wire import frames
-from garmexport.cli.produce import client_settings, produce
+from garmexport.cli.produce import client_settings, ensure_topic, produce
 from garmexport.config_load import load_config
 from garmexport.wire.events import REGISTRY
 from garmexport.tools.generator import Spec, generate, parse_mix
@@ -91,6 +91,19 @@ def test_a_topic_with_too_few_partitions_is_an_error_not_a_silent_remap(broker):
     assert done.returncode == 1
     assert "has 2 partitions, 4 were asked for" in done.stderr
     assert consume_all(broker.bootstrap, topic, timeout_s=20) == []
+
+
+def test_a_new_topic_gets_the_partitions_asked_for_not_the_brokers_default(broker):
+    # tansu creates a topic named in a metadata request with 4 partitions; the demo with
+    # --partitions 2 then waited forever for 2 partitions of a 4-partition topic
+    topic = f"fresh-{os.getpid()}-{broker.new_topic(partitions=1)}"
+    done = garmexport("produce", "--bootstrap", broker.bootstrap, "--topic", topic,
+                      "--count", "10", "--partitions", "2")
+    assert done.returncode == 0, done.stderr
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+    listed = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    assert len(listed.topics[topic].partitions) == 2
+    assert ensure_topic({"bootstrap.servers": broker.bootstrap}, topic, 1) == 2
 
 
 @pytest.mark.parametrize("args,message", [
