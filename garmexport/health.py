@@ -3,8 +3,9 @@
 Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the same one):
 
 - ``/metrics``: the injected registry in the Prometheus text format.
-- ``/health/live``: 200 while the main loop ticked within ``live_timeout_s`` and no store
-  failure has lasted longer than that, else 503. A failed liveness check makes Marathon
+- ``/health/live``: 200 while the main loop ticked within ``live_timeout_s`` and no stall
+  (a store failure, or one writer message still running) has lasted longer than that,
+  else 503. A failed liveness check makes Marathon
   kill and restart the task: it means stuck (the loop cannot make progress).
 - ``/health/ready``: 200 when the consumer has joined the group and got its assignment
   (possibly empty: see ``mesos/README.md``), the broker is reachable, the writers are

@@ -59,6 +59,10 @@ class Faults:
     fail_503: list[tuple[str | None, int]] = field(default_factory=list)   # (op, count)
     drop: list[tuple[str | None, int, bool]] = field(default_factory=list)  # (op, count, after)
     standby: bool = False
+    #: (op, exempt): requests of op whose path and destination do not contain ``exempt``
+    #: wait unanswered until ``released`` is set (a store that hangs)
+    hold: list[tuple[str, str]] = field(default_factory=list)
+    released: threading.Event = field(default_factory=threading.Event)
     requests: list[tuple[str, str, str]] = field(default_factory=list)      # (method, op, path)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -211,6 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
             faults.requests.append((method, op, url.path))
         if self.server.spnego is not None and "datanode" not in q and not self._negotiate():
             return
+        where = url.path + " " + q.get("destination", "")
+        with faults.lock:
+            held = any(op == o and exempt not in where for o, exempt in faults.hold)
+        if held:
+            faults.released.wait(600)
         drop = faults._take(faults.drop, op)
         if drop is not None and not drop[2]:
             self.close_connection = True

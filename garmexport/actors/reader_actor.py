@@ -154,9 +154,18 @@ class ReaderActor(ActorTypeDispatcher):
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
         self.health.set_writers_healthy(self.reader.store_ok)
-        self.health.set_stalled(self.reader.episode.since, self.reader.episode.reason)
+        self._set_stalled()
         self.health.set_detail("hive", self.registrar.problem if self.registrar else "")
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
+
+    def _set_stalled(self) -> None:
+        """A store failure episode, or else a writer message that has run for long (a store
+        call that does not return), is a stall: liveness fails once it outlasts its timeout."""
+        since, why = self.reader.episode.since, self.reader.episode.reason
+        running = self.pool.running_since() if since is None else None
+        if running is not None:
+            since, why = running
+        self.health.set_stalled(since, why)
 
     def _update_lag(self, p: int) -> None:
         position = self.reader.seek_position(p)

@@ -22,6 +22,11 @@ What the commit protocol sees does not change (DESIGN.md 9.6):
 - An exception in a lane is turned into a :class:`Failure` on the same queue, and the lane
   takes nothing more: the process exits as if the actor had raised.
 
+Liveness: :meth:`WriterPool.running_since` names the message that has run longest (a
+publish held up by a store that does not answer, say); the reader reports it as a stall, so
+``/health/live`` fails once one message has run for longer than the live timeout, as it
+did when a stuck writer held up the actor system's one thread.
+
 Memory: a batch in a lane counts in :attr:`WriterPool.queued_bytes` until its writer has
 handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
 while it is above an eighth of it.
@@ -32,6 +37,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -62,6 +68,8 @@ class WriterPool:
         self._queued_bytes = 0
         self._jobs = 0
         self._closed = False
+        #: lane -> (monotonic time its running message started, the message's kind)
+        self._running: dict[Lane, tuple[float, str]] = {}
         self._workers = [threading.Thread(target=self._work, name=f"garmexport-writer-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._workers:
@@ -76,6 +84,15 @@ class WriterPool:
     def busy(self) -> bool:
         """Whether any lane holds a message that has not run to its end."""
         return self._jobs > 0
+
+    def running_since(self) -> tuple[float, str] | None:
+        """(monotonic start, what) of the message that has been running longest, if any."""
+        with self._lock:
+            oldest = min(self._running.items(), key=lambda kv: kv[1][0], default=None)
+        if oldest is None:
+            return None
+        lane, (since, kind) = oldest
+        return since, f"writer {lane.name} has been handling one {kind} since then"
 
     def lane(self, name: str, handle: Handler) -> Lane:
         return Lane(self, name, handle)
@@ -152,6 +169,7 @@ class Lane:
                 self._scheduled = False
                 return
             msg, nbytes = self._queue.popleft()
+            pool._running[self] = (time.monotonic(), type(msg).__name__)
         outcome: Outcome | None
         try:
             if isinstance(msg, Batch):
@@ -163,6 +181,7 @@ class Lane:
         if outcome is not None:
             pool.done.put(outcome)
         with pool._lock:
+            del pool._running[self]
             pool._queued_bytes -= nbytes
             pool._jobs -= 1
             if self._broken:

@@ -152,3 +152,24 @@ def test_the_shared_backoff_counts_every_failure_of_many_threads() -> None:
     assert backoff.failures == 8000 and backoff.waiting(1.0)
     backoff.succeeded()
     assert not backoff.waiting(1.0)
+
+
+def test_running_since_names_the_longest_running_message_until_it_ends() -> None:
+    pool = WriterPool(2)
+    release = threading.Event()
+    lane = pool.lane("container/3", lambda msg: (release.wait(5), None)[1])
+    assert pool.running_since() is None
+    before = time.monotonic()
+    lane.submit(Tick(1))
+    deadline = time.monotonic() + 5
+    while pool.running_since() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    since, what = pool.running_since()  # type: ignore[misc]
+    assert before <= since <= time.monotonic()
+    assert "container/3" in what and "Tick" in what
+    release.set()
+    deadline = time.monotonic() + 5
+    while pool.busy and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert pool.running_since() is None
+    pool.close()
