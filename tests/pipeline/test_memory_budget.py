@@ -77,7 +77,11 @@ def test_records_gathered_for_the_writers_count_against_the_byte_budget(tmp_path
     storage = LocalStorage(str(tmp_path / "out"), "x")
     owner = Owner(cfg, storage)
     owner.reader.assign([0, 1])
-    spec = Spec(now_ms=int(time.time() * 1000), partitions=1, days=1, late_share=0.0,
+    # the first 300 records cover the first tenth of the day before now_ms; now_ms at 18:00
+    # UTC keeps them in one UTC day (with the wall clock, from 21:36 UTC on they crossed
+    # midnight, and the writer held two open files, one per day)
+    today_ms = int(time.time() * 1000) // 86_400_000 * 86_400_000
+    spec = Spec(now_ms=today_ms + 18 * 3_600_000, partitions=1, days=1, late_share=0.0,
                 mix={"FS_EVENT": 1.0})
     records = [FakeRecord(i, r.value, r.timestamp_ms) for i, r in enumerate(generate(spec, 3000))]
     owner.feed(1, records[:300])
