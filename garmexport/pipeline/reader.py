@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from garmexport.config import Config
 from garmexport.lag_time import PositionTimes, waiting
@@ -44,6 +44,9 @@ from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
 from garmexport.pipeline.store_watch import StoreWatch
 
+if TYPE_CHECKING:
+    from garmexport.hive.register import Registrar
+
 __all__ = ["KafkaPort", "Reader"]
 
 log = logging.getLogger("garmexport.reader")
@@ -55,7 +58,7 @@ class Reader:
         self, config: Config, instance: str, storage: Storage, metrics: Metrics,
         send: Callable[[str, int, WriterMessage], None], kafka: KafkaPort,
         clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        queued_bytes: Callable[[], int] = lambda: 0,
+        queued_bytes: Callable[[], int] = lambda: 0, registrar: Registrar | None = None,
     ) -> None:
         self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
         self._send, self._kafka, self._clock, self._wall_ms = send, kafka, clock, wall_ms
@@ -67,8 +70,8 @@ class Reader:
         self.markers = MarkerWriter(config, instance, storage, metrics, clock, wall_ms)
         self.flusher = Flusher(config.writer, send, kafka, queued_bytes)
         self.store_watch = StoreWatch(kafka)
-        #: garmexport.hive.register.Registrar, or None: told what was published
-        self.registrar: Any = None
+        #: told what was published (to register new day partitions in Hive); None: no metastore
+        self.registrar = registrar
         #: whether ``first_record`` was logged: once per reader, so once per process
         self.first_record_logged = False
 
