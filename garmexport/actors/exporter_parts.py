@@ -3,9 +3,9 @@
 :func:`wire` builds, in this order: the metrics on a fresh registry, health and its HTTP
 server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
 dead processes), the back-off that every writer of that store shares, the pool of threads
-that runs the writers' work (``actors.cores``), the
-:class:`~garmexport.pipeline.reader.Reader`, the Hive partition registrar (when a metastore is
-configured), and the Kafka source bound to the reader. Nothing else
+that runs the writers' work (``actors.cores``), the Hive partition registrar (when a
+metastore is configured), the :class:`~garmexport.pipeline.reader.Reader` that tells it what
+was published, and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
 :func:`wire` when it starts and then only moves messages between the parts; writers get the
 store, the back-off and the pool in their ``StartWriter``.
@@ -80,9 +80,9 @@ def wire(
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
     pool = WriterPool(config.actors.writer_threads())
     log_event(log, "writer_threads", threads=pool.threads)
+    registrar = start_registrar(config, metrics)
     reader = Reader(config, instance, storage, metrics, send, kafka,
-                    queued_bytes=lambda: pool.queued_bytes)
-    reader.registrar = registrar = start_registrar(config, metrics)
+                    queued_bytes=lambda: pool.queued_bytes, registrar=registrar)
     source = (source if source is not None else KafkaSource(config)).bind(on_assign,
                                                                           reader.revoke)
     metrics.set_up(True)

@@ -11,6 +11,11 @@ starts a new epoch, and reports or batches of an older one are ignored.
 - a writer report: move W; a fence (publish conflict) drops the partition's writers and
   re-reads the state; a store failure pauses every partition until writers recover;
 - the timer: age flushes, the memory budget, markers and their garbage collection.
+
+Its helpers, each on the state of :mod:`~garmexport.pipeline.reader_state`: when held
+batches and open files move on (:mod:`~garmexport.pipeline.flusher`), pausing and store
+failure episodes (:mod:`~garmexport.pipeline.store_watch`), the gauges
+(:mod:`~garmexport.pipeline.reader_gauges`).
 """
 
 from __future__ import annotations
@@ -18,66 +23,34 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from garmexport.config import Config
-from garmexport.protocol.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 from garmexport.lag_time import PositionTimes, waiting
 from garmexport.protocol.ledger import PartitionLedger
 from garmexport.logs import log_event
 from garmexport.protocol.marker_keeper import MarkerKeeper
-from garmexport.pipeline.messages import (
-    Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterMessage, WriterReport,
-)
+from garmexport.pipeline.flusher import Flusher
+from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.protocol.naming import IntentName
+from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
+from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.protocol.resume import Chain
-from garmexport.pipeline.router import ORIGINS, KafkaRecord, OriginBatch, Window, route
+from garmexport.pipeline.router import ORIGINS, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
+from garmexport.pipeline.store_watch import StoreWatch
+
+if TYPE_CHECKING:
+    from garmexport.hive.register import Registrar
+
+__all__ = ["KafkaPort", "Reader"]
 
 log = logging.getLogger("garmexport.reader")
 _KIND_LABEL = {"d": "data", "q": "quarantine"}
-
-
-class KafkaPort(Protocol):
-    def seek(self, partition: int, offset: int) -> None: ...
-    def pause(self, partitions: list[int]) -> None: ...
-    def resume(self, partitions: list[int]) -> None: ...
-    def behind(self, partition: int) -> bool:
-        """Whether the last fetch showed records past what was consumed of the partition."""
-        ...
-
-
-@dataclass
-class _WriterView:
-    buffered_bytes: int = 0
-    open_files: int = 0
-    oldest_open_s: float | None = None
-    store_failing: bool = False
-    store_error: str = ""
-    flush_requested: bool = False
-
-
-@dataclass
-class _Assigned:
-    epoch: int
-    ledger: PartitionLedger
-    lows: dict[str, int]
-    keeper: MarkerKeeper
-    #: Kafka times of offsets, for the lag in seconds (lag_time)
-    times: PositionTimes
-    writers: dict[str, _WriterView] = field(default_factory=dict)
-    reset_sent: set[str] = field(default_factory=set)
-    #: routed records not yet sent, per origin, with the time the first one arrived
-    pending: dict[str, tuple[OriginBatch, float]] = field(default_factory=dict)
-    last_record_s: float = 0.0
-    #: records routed since the last idle flush: only a burst (a catch-up) ends in one
-    burst: int = 0
-    state_last: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
 
 class Reader:
@@ -85,27 +58,36 @@ class Reader:
         self, config: Config, instance: str, storage: Storage, metrics: Metrics,
         send: Callable[[str, int, WriterMessage], None], kafka: KafkaPort,
         clock: Callable[[], float] = time.monotonic, wall_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        queued_bytes: Callable[[], int] = lambda: 0,
+        queued_bytes: Callable[[], int] = lambda: 0, registrar: Registrar | None = None,
     ) -> None:
         self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
-        #: bytes of batches sent to writers that they have not handled yet (held in their
-        #: lanes, actors.writer_lanes): memory the budget counts like gathered records
-        self._queued_bytes = queued_bytes
         self._send, self._kafka, self._clock, self._wall_ms = send, kafka, clock, wall_ms
         p = config.protocol
         self.window = Window(int(p.event_time_past_days * 86_400_000), int(p.event_time_future_s * 1000),
                              clamp=p.out_of_window == "clamp")
-        self.assigned: dict[int, _Assigned] = {}
+        self.assigned: dict[int, Assigned] = {}
         self._epoch = 0
         self.markers = MarkerWriter(config, instance, storage, metrics, clock, wall_ms)
-        self.paused = False
-        self.store_ok = True
-        self.episode = StoreEpisode()
-        self._store_error = ("publish", "")
-        #: garmexport.hive.register.Registrar, or None: told what was published
-        self.registrar: Any = None
+        self.flusher = Flusher(config.writer, send, kafka, queued_bytes)
+        self.store_watch = StoreWatch(kafka)
+        #: told what was published (to register new day partitions in Hive); None: no metastore
+        self.registrar = registrar
         #: whether ``first_record`` was logged: once per reader, so once per process
         self.first_record_logged = False
+
+    @property
+    def paused(self) -> bool:
+        """Every assigned partition is paused: a writer's store calls fail."""
+        return self.store_watch.paused
+
+    @property
+    def store_ok(self) -> bool:
+        """No store failure episode is under way (readiness)."""
+        return self.store_watch.ok
+
+    @property
+    def episode(self) -> StoreEpisode:
+        return self.store_watch.episode
 
     # --- assignment -----------------------------------------------------------------
     def assign(self, partitions: Iterable[int]) -> dict[int, int | None]:
@@ -131,8 +113,8 @@ class Reader:
                               markers=dict(rec.markers), intents=set(rec.intents),
                               keep=self.cfg.protocol.marker_keep)
         lows = {o: rec.state.low_of(o) for o in ORIGINS}
-        a = _Assigned(self._epoch, ledger, lows, keeper,
-                      PositionTimes.start(rec.markers.values(), self._wall_ms()))
+        a = Assigned(self._epoch, ledger, lows, keeper,
+                     PositionTimes.start(rec.markers.values(), self._wall_ms()))
         for origin in ORIGINS:
             a.state_last[origin] = tuple(
                 (c.kind, c.day, off) for c, off in rec.state.last.items() if c.origin == origin)
@@ -162,12 +144,6 @@ class Reader:
                       reason="the group session expired: partitions taken without a revoke")
         else:
             log_event(log, "revoked", partitions=sorted(partitions))
-
-    def _writer(self, a: _Assigned, origin: str, p: int) -> None:
-        if origin not in a.reset_sent:
-            a.reset_sent.add(origin)
-            a.writers[origin] = _WriterView()
-            self._send(origin, p, ResetWriter(a.epoch, a.lows.get(origin, -1), a.state_last.get(origin, ())))
 
     # --- polling --------------------------------------------------------------------
     def records(self, partition: int, records: list[KafkaRecord]) -> None:
@@ -199,8 +175,9 @@ class Reader:
             else:
                 held[0].extend(b)
         a.ledger.routed_upto(upto, records[-1].timestamp()[1])
-        self._send_pending(partition, a, now)
-        self._enforce_budget()  # what is still gathered counts against the byte budget
+        self.flusher.send_pending(partition, a, now)
+        # what is still gathered counts against the byte budget
+        self.flusher.enforce_budget(self.assigned)
         m, topic = self.metrics, self.cfg.source.topic
         m.consumed(topic, partition, routed.records)
         if routed.not_exported:
@@ -208,21 +185,6 @@ class Reader:
         if routed.skipped_committed:
             m.already_committed("", partition, routed.skipped_committed)
         # quarantined records are counted by their writer, once they are in an open file
-
-    def _send_pending(self, partition: int, a: _Assigned, now: float, force: bool = False) -> None:
-        """Hand gathered records to their writers once a batch is large or old enough.
-
-        ``upto`` is what the reader has routed when the batch leaves: every record of the
-        origin up to it is in this batch or an earlier one.
-        """
-        w = self.cfg.writer
-        for origin, (b, since) in list(a.pending.items()):
-            if force or len(b.offsets) >= w.decode_batch_records or now - since >= w.decode_batch_wait_s:
-                del a.pending[origin]
-                self._writer(a, origin, partition)
-                self._send(origin, partition, Batch(
-                    a.epoch, a.ledger.processed, tuple(b.offsets), tuple(b.values),
-                    tuple(b.kafka_ts), tuple(b.days), tuple(b.bad)))
 
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
@@ -262,14 +224,13 @@ class Reader:
             self.metrics.quarantined(r.origin, reason, n)
         if r.skipped:
             self.metrics.already_committed(r.origin, r.partition, r.skipped)
-        w = a.writers.setdefault(r.origin, _WriterView())
+        w = a.writers.setdefault(r.origin, WriterView())
         w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
         w.flush_requested = False
-        self._enforce_budget()
+        self.flusher.enforce_budget(self.assigned)
         w.store_error = r.store_error
         w.store_failing = r.store_failing
-        if r.store_failing and r.store_error and not r.store_error.startswith("waiting"):
-            self._store_error = ("publish", r.store_error)
+        self.store_watch.writer_reported(r.store_failing, r.store_error)
         self._update_pause()
 
     def resync(self, p: int) -> None:
@@ -283,96 +244,42 @@ class Reader:
         log_event(log, "resynced", partition=p, seek=seek)
 
     # --- timer ----------------------------------------------------------------------
-    def _idle_in(self, p: int, a: _Assigned, now: float) -> float | None:
-        """Seconds until the partition's burst ends (flush.burst_ends_in)."""
-        w = self.cfg.writer
-        return burst_ends_in(a.burst, w.decode_batch_records, a.last_record_s, w.idle_flush_s,
-                             now, lambda: self._kafka.behind(p))
-
     def flush_idle(self) -> float | None:
         """Publish the open files of partitions whose burst ended; called after every poll.
 
         Returns the seconds until the next burst may end (None: no burst under way), so
         the caller's next poll waits no longer than that.
         """
-        now = self._clock()
-        wait = None
-        for p, a in self.assigned.items():
-            left = self._idle_in(p, a, now)
-            if left is None:
-                continue
-            if left <= 0:
-                self._end_burst(p, a, now)
-            else:
-                wait = left if wait is None else min(wait, left)
-        return wait
-
-    def _end_burst(self, p: int, a: _Assigned, now: float) -> None:
-        """Hand over what is gathered and publish every open file of the partition."""
-        log_event(log, "flush_burst_end", level=logging.DEBUG, partition=p, records=a.burst,
-                  writers=len(a.reset_sent))
-        self._send_pending(p, a, now, force=True)
-        for origin in a.reset_sent:
-            self._send(origin, p, FlushOpen(a.epoch, 0))
-        a.burst = 0
+        return self.flusher.flush_idle(self.assigned, self._clock())
 
     def tick(self, final: bool = False) -> None:
         now = self._clock()
         for p, a in self.assigned.items():
-            left = self._idle_in(p, a, now)
+            left = self.flusher.idle_in(p, a, now)
             if left is not None and left <= 0:
-                self._end_burst(p, a, now)
+                self.flusher.end_burst(p, a, now)
                 continue
-            self._send_pending(p, a, now, force=final)
+            self.flusher.send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
                 self._send(origin, p, Tick(a.epoch))
-        self._enforce_budget()
+        self.flusher.enforce_budget(self.assigned)
         self.write_markers(now, force=final)
-        self._update_gauges(now)
+        set_writer_gauges(self.metrics, self.assigned, self.flusher.pending_bytes(self.assigned), now)
 
     def flush_all(self) -> None:
         """Hand over everything gathered and publish every open file (a stop)."""
         now = self._clock()
         for p, a in self.assigned.items():
-            self._end_burst(p, a, now)
+            self.flusher.end_burst(p, a, now)
 
     def settled(self) -> bool:
         """No batch in flight and no open file anywhere: safe to write final markers."""
         return all(not a.ledger.open_writers() for a in self.assigned.values())
 
-    def _enforce_budget(self) -> None:
-        """Over the open-file or buffered-byte budget: flush whole writers, oldest first."""
-        w = self.cfg.writer
-        views = [v for a in self.assigned.values() for v in a.writers.values()]
-        pending = self._pending_bytes()
-        # checked after every poll: when everything (even writers already asked to flush)
-        # fits, writers_to_flush would choose none, so skip building its loads
-        if fits(sum(v.open_files for v in views), sum(v.buffered_bytes for v in views) + pending,
-                w.max_open_files, w.max_buffered_bytes):
-            return
-        loads = [WriterLoad((p, o), v.open_files, v.buffered_bytes, v.oldest_open_s or 0.0,
-                            v.flush_requested)
-                 for p, a in self.assigned.items() for o, v in a.writers.items()]
-        chosen = writers_to_flush(loads, w.max_open_files, w.max_buffered_bytes, pending)
-        if chosen:
-            log_event(log, "flush_budget", level=logging.DEBUG, writers=len(chosen),
-                      open_files=sum(v.open_files for v in views),
-                      buffered_bytes=sum(v.buffered_bytes for v in views) + pending)
-        for p, origin in chosen:  # type: ignore[misc]
-            a = self.assigned[p]
-            a.writers[origin].flush_requested = True
-            self._send(origin, p, FlushOpen(a.epoch, 0))
-
-    def _pending_bytes(self) -> int:
-        """Bytes of the records gathered for the writers, not yet sent or not yet handled."""
-        return (sum(b.nbytes for a in self.assigned.values() for b, _ in a.pending.values())
-                + self._queued_bytes())
-
     def write_markers(self, now: float, force: bool = False) -> None:
         self.markers.write_due({p: (a.ledger, a.keeper) for p, a in self.assigned.items()},
                                now, force)
-        if self.markers.error:
-            self._store_error = ("marker", self.markers.error)
+        self.store_watch.markers_written(self.markers.error)
         self._update_store()
 
     def seek_positions(self) -> Mapping[int, int]:
@@ -395,48 +302,14 @@ class Reader:
             return self._kafka.behind(partition), a.times.time_at(position)
         return waiting(position, high_watermark), a.times.time_at(position)
 
+    # --- the store ------------------------------------------------------------------
     def _update_pause(self) -> None:
-        errors = [v.store_error for a in self.assigned.values() for v in a.writers.values()
-                  if v.store_failing]
-        failing = bool(errors)
-        if failing and not self.paused:
-            self._kafka.pause(sorted(self.assigned))
-            self.paused = True
-            # a writer's own failure says more than another's "waiting" for one
-            why = min(errors, key=lambda e: e.startswith("waiting") or not e)
-            log_event(log, "paused", level=logging.WARNING, partitions=sorted(self.assigned),
-                      reason=f"store failing: {why or 'publish failed'}")
-        elif not failing and self.paused:
-            self._kafka.resume(sorted(self.assigned))
-            self.paused = False
+        self.store_watch.update_pause(self.assigned)
         self._update_partition_gauges()
         self._update_store()
 
     def _update_store(self) -> None:
-        """One line when a store failure episode starts (with its reason), one when it
-        ends (``resumed``); nothing for the failures and ticks in between."""
-        writers = any(v.store_failing for a in self.assigned.values() for v in a.writers.values())
-        now = self._clock()
-        if writers or self.markers.failing:
-            op, reason = self._store_error
-            if self.episode.failed(now, op, reason):
-                log_event(log, "store_failing", level=logging.WARNING, op=op, reason=reason)
-        else:
-            took = self.episode.recovered(now)
-            if took is not None:
-                log_event(log, "resumed", partitions=sorted(self.assigned), failed_s=round(took, 3))
-            self._store_error = ("publish", "")
-        self.store_ok = self.episode.since is None
+        self.store_watch.update_store(self.assigned, self.markers.failing, self._clock())
 
     def _update_partition_gauges(self) -> None:
-        n = len(self.assigned)
-        self.metrics.set_partitions(n, n if self.paused else 0)
-
-    def _update_gauges(self, now: float) -> None:
-        views = [v for a in self.assigned.values() for v in a.writers.values()]
-        oldest = min((v.oldest_open_s for v in views if v.oldest_open_s is not None), default=None)
-        self.metrics.set_writers(
-            sum(1 for v in views if v.open_files), sum(v.open_files for v in views),
-            sum(v.buffered_bytes for v in views) + self._pending_bytes(),
-            0.0 if oldest is None else now - oldest)
-
+        set_partition_gauges(self.metrics, self.assigned, self.paused)

@@ -1,9 +1,9 @@
 """A store failure episode: from the first failed storage call to the first one that works.
 
-The reader logs one line when an episode starts (with its reason) and one when it ends
-(``resumed``), not one per failed call or tick; liveness fails once an episode has lasted
-longer than the live timeout (the loop makes no progress). Pure: callers pass ``now``
-(monotonic seconds).
+The reader's store watch (``store_watch``) logs one line when an episode starts (with its
+reason) and one when it ends (``resumed``), not one per failed call or tick; liveness fails
+once an episode has lasted longer than the live timeout (the loop makes no progress). Pure:
+callers pass ``now`` (monotonic seconds).
 """
 
 from __future__ import annotations

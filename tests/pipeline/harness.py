@@ -70,7 +70,8 @@ class FakePort:
 class Owner:
     _ids = itertools.count(1)
 
-    def __init__(self, config: Config, storage: Storage, clock=None) -> None:  # noqa: ANN001
+    def __init__(self, config: Config, storage: Storage, clock=None,  # noqa: ANN001
+                 registrar=None) -> None:  # noqa: ANN001
         self.config, self.storage = config, storage
         self.now = 0.0
         self.clock = clock or (lambda: self.now)
@@ -82,7 +83,8 @@ class Owner:
         self.backoff = Backoff(st.retry_initial_s, st.retry_max_s)
         self.reader = Reader(config, f"owner{next(self._ids)}", storage,
                              Metrics.create(CollectorRegistry()), self._send, self.port,
-                             clock=self.clock, wall_ms=lambda: int(self.now * 1000))
+                             clock=self.clock, wall_ms=lambda: int(self.now * 1000),
+                             registrar=registrar)
 
     def _send(self, origin: str, partition: int, msg: WriterMessage) -> None:
         self.queue.append((origin, partition, msg))
