@@ -25,6 +25,7 @@ Scraped repeatedly, the counters must end equal to the producer's report:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -106,6 +107,18 @@ def test_lag_falls_to_zero_and_counters_match_what_was_produced(broker, tmp_path
             assert time.monotonic() < deadline, exporter.http_get("/health/ready")
             time.sleep(0.2)
 
+        # the lag is watched from the first record produced: the exporter may catch up
+        # before the counts below are read back from the topic
+        seen_lag, watching = [0.0], threading.Event()
+
+        def watch() -> None:
+            while not watching.is_set():
+                lag = by(scrape(exporter), "garmexport_consumer_lag_offsets", "partition")
+                seen_lag[0] = max([seen_lag[0], *lag.values()])
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         report = produce(broker.bootstrap, topic, RECORDS, partitions=PARTITIONS, seed=9,
                          days=2, bad_share=0.02)
         assert set(report["bad"]) == {r.value for r in BAD_KINDS}
@@ -122,7 +135,9 @@ def test_lag_falls_to_zero_and_counters_match_what_was_produced(broker, tmp_path
         for reason in HEAD_REASONS:
             assert per_kind[reason] == report["bad"][reason]  # a bad head is never dropped
 
-        max_lag, deadline = 0.0, time.monotonic() + 180
+        watching.set()
+        watcher.join(timeout=10)
+        max_lag, deadline = seen_lag[0], time.monotonic() + 180
         while True:
             samples = scrape(exporter)
             lag = by(samples, "garmexport_consumer_lag_offsets", "partition")
