@@ -135,7 +135,10 @@ class WriterConfig(_Section):
                              min=0)
     decode_batch_records: int = _f(8192, "records of one type the reader gathers before handing "
                                    "them to the writer (larger batches decode faster)", min=1)
-    decode_batch_wait_s: float = _f(0.25, "longest the reader holds a smaller batch back",
+    # 1 s, not 0.25: each batch has a fixed cost (a decode of a small batch is mostly
+    # that, plus its messages and report); 72 writers sending by age 4 times a second made
+    # a catch-up 10 % slower (DESIGN.md 9.7)
+    decode_batch_wait_s: float = _f(1.0, "longest the reader holds a smaller batch back",
                                     min=0)
 
 
