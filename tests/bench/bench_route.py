@@ -31,30 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from garmexport.pipeline.router import ORIGINS, KafkaRecord, RoutedPoll, Window, route, route_each  # noqa: E402
 from garmexport.tools.generator import Spec, generate  # noqa: E402
+from kafka_records import PyRecord  # noqa: E402 - tests/bench, the script's directory
 
 NOW_MS = 1_795_300_000_000
 DAY_MS = 86_400_000
-
-
-class PyRecord:
-    """A confluent_kafka ``Message`` stand-in: the four methods the router calls."""
-
-    __slots__ = ("_offset", "_value", "_ts", "_key")
-
-    def __init__(self, offset: int, value: bytes | None, ts: int, key: bytes | None) -> None:
-        self._offset, self._value, self._ts, self._key = offset, value, ts, key
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, self._ts)
-
-    def key(self) -> bytes | None:
-        return self._key
 
 
 Raw = tuple[int, "bytes | None", int]  # offset, value, Kafka timestamp

@@ -39,30 +39,10 @@ from garmexport.pipeline.router import OriginBatch, Window, route  # noqa: E402
 from garmexport.protocol.resume import OriginState  # noqa: E402
 from garmexport.storage.local import LocalStorage  # noqa: E402
 from garmexport.tools.generator import Spec, generate  # noqa: E402
+from kafka_records import PyRecord  # noqa: E402 - tests/bench, the script's directory
 
 NOW_MS = 1_795_300_000_000
 POLL = 2000  # records per poll handed to the router
-
-
-class _Record:
-    """What the router reads of a confluent-kafka Message."""
-
-    __slots__ = ("_offset", "_value", "_ts")
-
-    def __init__(self, offset: int, value: bytes | None, ts: int) -> None:
-        self._offset, self._value, self._ts = offset, value, ts
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, self._ts)
-
-    def key(self) -> bytes | None:
-        return None
 
 
 def _config(root: str, publish: bool) -> Config:
@@ -82,7 +62,7 @@ def make_batches(events: int, bad_share: float, days: int, seed: int,
     window = Window(int(p.event_time_past_days * 86_400_000), int(p.event_time_future_s * 1000),
                     p.out_of_window == "clamp")
     spec = Spec(now_ms=NOW_MS, seed=seed, partitions=1, days=days, bad_share=bad_share)
-    records = [_Record(i, r.value, r.timestamp_ms) for i, r in enumerate(generate(spec, events))]
+    records = [PyRecord(i, r.value, r.timestamp_ms) for i, r in enumerate(generate(spec, events))]
     out: list[tuple[str, Batch]] = []
     pending: dict[str, OriginBatch] = {}
 
