@@ -50,10 +50,7 @@ def cgroup_cpus(v2: Path = V2, v1: Path = V1) -> int | None:
     quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
     if quota is None or period is None:
         return None
-    try:
-        return quota_cpus(int(quota), int(period))
-    except ValueError:
-        return None
+    return parse_cpu_max(f"{quota.strip()} {period.strip()}")  # -1: no quota, as "max"
 
 
 def usable_cpus() -> int:

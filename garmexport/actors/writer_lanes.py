@@ -142,15 +142,12 @@ class Lane:
 
     def submit(self, msg: WriterMessage) -> None:
         pool = self._pool
-        nbytes = sum(map(len, filter(None, msg.values))) if isinstance(msg, Batch) else 0
+        nbytes = msg.nbytes if isinstance(msg, Batch) else 0
         with pool._lock:
             if self._broken or pool._closed:
                 return
             if isinstance(msg, DropOpen):
-                for _, dropped in self._queue:  # of forgotten epochs: see the module doc
-                    pool._queued_bytes -= dropped
-                pool._jobs -= len(self._queue)
-                self._queue.clear()
+                self._cancel_waiting()  # of forgotten epochs: see the module doc
             self._queue.append((msg, nbytes))
             pool._jobs += 1
             pool._queued_bytes += nbytes
@@ -185,13 +182,17 @@ class Lane:
             pool._queued_bytes -= nbytes
             pool._jobs -= 1
             if self._broken:
-                pool._jobs -= len(self._queue)
-                pool._queued_bytes -= sum(n for _, n in self._queue)
-                self._queue.clear()
+                self._cancel_waiting()
             if self._queue and not pool._closed:
                 pool._ready.put(self)
             else:
                 self._scheduled = False
+
+    def _cancel_waiting(self) -> None:
+        """Drop the messages that have not started (the pool's lock held)."""
+        self._pool._jobs -= len(self._queue)
+        self._pool._queued_bytes -= sum(n for _, n in self._queue)
+        self._queue.clear()
 
 
 class SharedBackoff(Backoff):

@@ -56,7 +56,7 @@ class Flusher:
                 self._ensure_writer(a, origin, partition)
                 self._send(origin, partition, Batch(
                     a.epoch, a.ledger.processed, tuple(b.offsets), tuple(b.values),
-                    tuple(b.kafka_ts), tuple(b.days), tuple(b.bad)))
+                    tuple(b.kafka_ts), tuple(b.days), tuple(b.bad), b.nbytes))
 
     def idle_in(self, p: int, a: Assigned, now: float) -> float | None:
         """Seconds until the partition's burst ends (flush.burst_ends_in)."""

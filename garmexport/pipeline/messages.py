@@ -89,6 +89,7 @@ class Batch:
     kafka_ts: tuple[int, ...]
     days: tuple[int, ...]  # epoch day of the chain each record belongs to
     bad: tuple[tuple[int, str, str, bytes | None], ...]  # (index, reason, detail, key)
+    nbytes: int  # bytes of the values, as the reader's memory budget counts them
 
 
 @dataclass(frozen=True)

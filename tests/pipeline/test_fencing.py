@@ -105,7 +105,7 @@ def test_a_fenced_writer_publishes_nothing_more_until_it_is_reset(tmp_path):
 
     def batch(lo: int, hi: int) -> Batch:
         return Batch(1, hi - 1, tuple(range(lo, hi)), tuple(frames[lo:hi]), (NOW_MS,) * (hi - lo),
-                     (NOW_MS // DAY_MS,) * (hi - lo), ())
+                     (NOW_MS // DAY_MS,) * (hi - lo), (), sum(map(len, frames[lo:hi])))
 
     winner = OriginWriter(cfg, storage, fs.output, 0)
     winner.reset(1, OriginState(-1, {}), -1)

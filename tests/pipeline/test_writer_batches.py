@@ -53,7 +53,8 @@ def record(offset: int, day: int, kind: str, kafka_day: int) -> tuple:
 def batch(records: list[tuple]) -> Batch:
     bad = tuple((i, OUT_OF_WINDOW, "test", None) for i, r in enumerate(records) if r[4])
     return Batch(1, records[-1][0], tuple(r[0] for r in records), tuple(r[1] for r in records),
-                 tuple(r[2] for r in records), tuple(r[3] for r in records), bad)
+                 tuple(r[2] for r in records), tuple(r[3] for r in records), bad,
+                 sum(len(r[1]) for r in records))
 
 
 def model(batches: list[list[tuple]], state: OriginState, max_rows: int):

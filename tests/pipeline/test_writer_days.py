@@ -51,7 +51,7 @@ def test_records_of_several_days_with_bad_ones_land_in_their_days_in_offset_orde
         values.append(encode(FS.marker, day * MS_PER_DAY + 1000, header, body))
         days.append(day)
     report = w.handle_batch(Batch(1, 1599, tuple(offsets), tuple(values), (DAY * MS_PER_DAY,) * 600,
-                                  tuple(days), tuple(bad)))
+                                  tuple(days), tuple(bad), sum(map(len, values))))
     assert not report.fenced_path
     w.flush()
     for day, want in expected.items():
@@ -75,7 +75,7 @@ def test_open_files_hold_no_more_memory_than_twice_what_they_account_for(tmp_pat
     values = [encode(FS.marker, d * MS_PER_DAY + 5, header,
                      FS.message(uri=f"u{i}").SerializeToString()) for i, d in enumerate(days)]
     w.handle_batch(Batch(1, len(days) - 1, tuple(range(len(days))), tuple(values),
-                         (DAY * MS_PER_DAY,) * len(days), tuple(days), ()))
+                         (DAY * MS_PER_DAY,) * len(days), tuple(days), (), sum(map(len, values))))
     assert len(w._files.keys()) == 3
     for key in w._files.keys():
         f = w._files.get(key)

@@ -12,7 +12,7 @@ from garmexport.pipeline.messages import Batch, DropOpen, Failure, Tick, WriterR
 
 
 def batch(epoch: int, offset: int, size: int = 10) -> Batch:
-    return Batch(epoch, offset, (offset,), (b"x" * size,), (0,), (0,), ())
+    return Batch(epoch, offset, (offset,), (b"x" * size,), (0,), (0,), (), size)
 
 
 def report(name: str, n: int) -> WriterReport:
