@@ -21,6 +21,7 @@ import pytest
 from tests.broker import Broker, start_broker
 from tests.hypothesis_profiles import register
 from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
+from tests.system_tools import unavailable
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
 from tests.webhdfs_server import WebHdfsServer
 
@@ -78,7 +79,7 @@ def pushgateway(tmp_path: Path) -> Iterator[Pushgateway]:
         ctx = pushgateway_server(tmp_path)
         server = ctx.__enter__()
     except PushgatewayUnavailable as exc:
-        pytest.skip(f"Pushgateway cannot start here: {exc}")
+        unavailable(f"Pushgateway cannot start here: {exc}")
     try:
         yield server
     finally:

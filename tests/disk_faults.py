@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.system_tools import unavailable
+
 
 def _chattr(flag: str, root: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["chattr", "-R", "-f", flag, str(root)], capture_output=True, text=True)
@@ -28,15 +30,15 @@ def require_immutable(probe_dir: Path) -> None:
     try:
         done = _chattr("+i", probe)
     except FileNotFoundError:
-        pytest.skip("chattr is not installed (e2fsprogs): cannot make the store unwritable")
+        unavailable("chattr is not installed (e2fsprogs): cannot make the store unwritable")
     try:
         if done.returncode != 0:
-            pytest.skip(f"chattr +i refused here ({done.stderr.strip()}): needs root and ext4/xfs/btrfs/tmpfs")
+            unavailable(f"chattr +i refused here ({done.stderr.strip()}): needs root and ext4/xfs/btrfs/tmpfs")
         try:
             (probe / "x").touch()
         except PermissionError:
             return
-        pytest.skip("chattr +i does not stop writes on this file system")
+        unavailable("chattr +i does not stop writes on this file system")
     finally:
         _chattr("-i", probe)
         probe.rmdir()
