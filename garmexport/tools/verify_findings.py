@@ -7,9 +7,15 @@ findings name them, from what :func:`garmexport.tools.verify.read_output` gather
 - a **duplicate group**: offsets of one partition held by the same set of files, as a
   range (first..last) and a count. A file listed twice holds the offset twice itself.
 - a **gap**: missing offsets of one partition and one dataset (where the broker's record
-  says the row belongs) with no row of that dataset between them; ``before`` and ``after``
-  are the files of that dataset holding its nearest offsets below and above the gap (None
-  at either end of the partition). The lost rows would have been written between those two.
+  says the row belongs) bordered by the same two files: ``before`` and ``after`` are the
+  files of that dataset holding its nearest offsets below and above (None at either end of
+  the partition). They can be one file: files of one dataset but different days interleave
+  in offsets, so the rows of a lost file can sit amid the rows of a file of another day.
+  :meth:`Gap.describe` says which case it is, in words.
+- a **disagreeing file**: a file whose name (partition, first offset) disagrees with its
+  own footer (partition, first and last offset, rows) or with the rows it holds, or that
+  is named like an exporter file but has no footer facts: renamed, copied over, or
+  rewritten by hand. Every such file is listed with what disagrees.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+
+from garmexport.protocol.naming import FileName
+from garmexport.storage.footer import FileFacts
 
 Held = Mapping[tuple[int, int], list[str]]
 
@@ -46,8 +55,25 @@ class Gap:
     before: str | None
     after: str | None
 
+    def describe(self) -> str:
+        """What is wrong and which files border it, in words (one line)."""
+        where = f"offsets {self.first}..{self.last} ({self.count} missing)"
+        before, after, dataset = self.before, self.after, self.dataset
+        if before is None and after is None:
+            return f"{where}: no file of {dataset} holds a row of this partition"
+        if before is None:
+            return f"{where} before {after}, the first file of {dataset} in this partition"
+        if after is None:
+            return (f"{where} after {before}, the last file of {dataset} in this partition: "
+                    "lost, or not exported yet")
+        if before == after:
+            return (f"{where} amid the rows of {before}, which holds offsets on both sides: "
+                    f"they were in another file of {dataset} (of another day, or "
+                    "interleaved with it) that is gone")
+        return f"{where} after {before} and before {after}"
+
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return {**asdict(self), "what": self.describe()}
 
 
 def duplicate_groups(partition: int, offsets: Iterable[int], held: Held) -> list[DuplicateGroup]:
@@ -89,25 +115,62 @@ def _partition_gaps(p: int, missing: Mapping[int, str], by_dataset: Mapping[str,
         dataset = missing[o]
         offsets = by_dataset.get(dataset, [])
         i = bisect.bisect_left(offsets, o)
-        below = offsets[i - 1] if i else None
-        above = offsets[i] if i < len(offsets) else None
+        # bordered by files, not offsets: missing rows interleaved with a file's rows (a
+        # lost file of another day) are one gap amid that file, not one gap per offset
+        below = _file_at(p, dataset, offsets[i - 1], held) if i else None
+        above = _file_at(p, dataset, offsets[i], held) if i < len(offsets) else None
         gap = open_gaps.get(dataset)
         if gap is not None and gap[4:] == [below, above]:
             gap[2], gap[3] = o, gap[3] + 1
             continue
         if gap is not None:
-            found.append(_gap(p, gap, held))
+            found.append(Gap(*gap))
         open_gaps[dataset] = [dataset, o, o, 1, below, above]
-    found.extend(_gap(p, gap, held) for gap in open_gaps.values())
+    found.extend(Gap(*gap) for gap in open_gaps.values())
     return sorted(found, key=lambda g: (g.first, g.dataset))
 
 
-def _gap(p: int, g: list, held: Held) -> Gap:
-    dataset, first, last, count, below, above = g
+def _file_at(p: int, dataset: str, offset: int, held: Held) -> str:
+    """The file of ``dataset`` holding (p, offset) (the first, if several do)."""
+    return next(f for f in held[(p, offset)] if dataset_of(f) == dataset)
 
-    def file_at(offset: int | None) -> str | None:
-        if offset is None:
-            return None
-        return next(f for f in held[(p, offset)] if dataset_of(f) == dataset)
 
-    return Gap(dataset, first, last, count, file_at(below), file_at(above))
+@dataclass(frozen=True)
+class Disagreement:
+    """A file whose name, footer and rows do not tell the same story."""
+
+    path: str
+    problems: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"{self.path} disagrees with itself: " + "; ".join(self.problems)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.path, "problems": list(self.problems), "what": self.describe()}
+
+
+def disagreement(path: str, name: FileName, facts: FileFacts | None,
+                 partitions: Iterable[int], offsets: Iterable[int]) -> Disagreement | None:
+    """What disagrees among a file's ``name``, its footer ``facts`` (None: it has none) and
+    the ``partitions`` and ``offsets`` of its rows; None when they all agree."""
+    held, parts = sorted(offsets), set(partitions)
+    problems: list[str] = []
+    if parts - {name.partition}:
+        problems.append(f"the name says partition {name.partition}, its rows hold partitions "
+                        f"{sorted(parts)}")
+    if held and held[0] != name.first_offset:
+        problems.append(f"the name says first offset {name.first_offset}, its rows start at "
+                        f"{held[0]}")
+    if facts is None:
+        problems.append("named like an exporter file, but its footer has no garmexport facts")
+        return Disagreement(path, tuple(problems))
+    said = [("source", name.source, facts.source), ("topic", name.topic, facts.topic),
+            ("partition", name.partition, facts.partition),
+            ("first offset", name.first_offset, facts.first_offset)]
+    problems += [f"the name says {what} {a}, the footer {b}" for what, a, b in said if a != b]
+    if facts.rows != len(held):
+        problems.append(f"the footer says {facts.rows} rows, the file holds {len(held)}")
+    if held and (held[0], held[-1]) != (facts.first_offset, facts.last_offset):
+        problems.append(f"the footer says offsets {facts.first_offset}..{facts.last_offset}, "
+                        f"the rows hold {held[0]}..{held[-1]}")
+    return Disagreement(path, tuple(problems)) if problems else None
