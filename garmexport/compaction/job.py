@@ -36,7 +36,7 @@ from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.logs import log_event
-from garmexport.protocol.naming import QUARANTINE_DIR, epoch_day
+from garmexport.protocol.naming import QUARANTINE_DIR, day_name, epoch_day
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,12 @@ class CompactOptions:
     outputs: tuple[str, ...] = ()  # empty: every dataset under the root
     days: tuple[str, ...] = ()  # empty: every closed day
     dry_run: bool = False
+
+
+#: Summary field -> its name in a dry run's summary (what would be done)
+_PLANNED_NAMES = {"days_compacted": "days_to_compact", "files_in": "files_to_compact",
+                  "files_out": "files_planned", "bytes_in": "bytes_to_compact",
+                  "rows": "rows_to_compact"}
 
 
 @dataclass
@@ -72,6 +78,17 @@ class Summary:
     #: longest swap of one day (journal written to journal removed): an upper bound of the
     #: time a reader could see an output and some of its inputs at once
     max_swap_s: float = 0.0
+
+    def as_dict(self, dry_run: bool = False) -> dict[str, Any]:
+        """The fields by name; a dry run's under names that say they are planned, not
+        done, and without what only a real run produces (output bytes, markers)."""
+        doc = dict(vars(self))
+        if dry_run:
+            for done, planned in _PLANNED_NAMES.items():
+                doc[planned] = doc.pop(done)
+            for only_real in ("bytes_out", "complete_written"):
+                del doc[only_real]
+        return doc
 
     def line(self, dry_run: bool = False) -> str:
         mb = 1024 * 1024
@@ -180,7 +197,7 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
     facts = read_markers(fs)
     last_closed = last_closed_day(facts.progress.values(), now_ms, opts.lateness_s)
     log_event(log, "compaction_start", root=opts.root_uri, partitions=len(facts.progress),
-              last_closed_day=last_closed)
+              last_closed_day=None if last_closed is None else day_name(last_closed))
     for output in opts.outputs or tuple(list_outputs(fs)):
         days = list_days(fs, output)
         written: list[str] = []
