@@ -17,6 +17,8 @@ from typing import Any
 
 from garmexport.compaction.fs import open_fs
 from garmexport.storage.hadoop_uri import spark_root
+from garmexport.storage.options import from_output
+from garmexport.storage.root_check import open_existing
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
@@ -86,6 +88,8 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 def main(args: argparse.Namespace, config: Any) -> int:
     """Run one compaction over ``config.output.root``; print progress and the summary."""
     opts = options_from(args, config)
+    # before Spark starts (seconds): a mistyped root is an error, never a new empty output
+    open_existing(config.output.root, "compact", from_output(config.output)).close()
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           _opt(args, "metastore_uri", config.hive.metastore_uri),
                           spark_conf(args), log_level=_opt(
@@ -99,7 +103,7 @@ def main(args: argparse.Namespace, config: Any) -> int:
         spark.stop()
     if config.log.format == "json":  # every line on stdout is JSON too
         print(json.dumps({"event": "compaction_summary", "dry_run": opts.dry_run,
-                          **vars(summary)}, default=str))
+                          **summary.as_dict(opts.dry_run)}, default=str))
     else:
         for problem in summary.problems:
             print(f"left alone: {problem}")

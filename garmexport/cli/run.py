@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from garmexport.config import Config
+from garmexport.logs import log_event
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +16,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.pipeline.kafka_source import KafkaSource
+    from garmexport.storage.options import from_output
+    from garmexport.storage.root_check import prepare_for_run
 
+    # the one command that may create the root: say so, a new root may be a mistyped one
+    root = config.output.root
+    created = prepare_for_run(root, args.instance or "run", from_output(config.output))
+    if created is not None:
+        log_event(logging.getLogger("garmexport.run"), "output_root_created", root=root,
+                  done=created)
     # Joining the consumer group takes seconds; start it before loading the exporter's
     # modules and actors (about half a second) so that the two overlap.
     source = KafkaSource(config)
