@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.actors.actor_support import storage_for
-from garmexport.actors.writer_lanes import SharedBackoff, WriterPool
-from garmexport.config import Config
-from garmexport.health import Health, HealthServer, serve
+from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
+from garmexport.settings.config import Config
+from garmexport.observe.health import Health, HealthServer, serve
 from garmexport.hive.register import Registrar, start_registrar
 from garmexport.pipeline.kafka_source import KafkaSource
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import WriterMessage
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.reader import KafkaPort, Reader
 from garmexport.storage.base import Storage

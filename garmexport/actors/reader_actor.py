@@ -6,7 +6,7 @@ a second timer drives age flushes, markers, heartbeats, metrics and liveness. It
 (metrics, health server, store, back-off, writer pool, Reader, Kafka source) are built in
 one place, :func:`garmexport.actors.exporter_parts.wire`, when it starts.
 
-Writers run their messages on the pool's threads (:mod:`garmexport.actors.writer_lanes`),
+Writers run their messages on the pool's threads (:mod:`garmexport.pipeline.writer_lanes`),
 and their reports come back through the pool: the reader takes them before every poll and
 every tick, on its own thread, so the Reader's state is only ever touched here. While the
 lanes hold more than an eighth of ``writer.max_buffered_bytes`` of batches, the reader
@@ -21,16 +21,16 @@ from datetime import timedelta
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
-from garmexport import stop_signal
+from garmexport.process import stop_signal
 from garmexport.actors.actor_support import escalating
 from garmexport.actors.exporter_parts import wire
 from garmexport.pipeline.kafka_source import KafkaSource
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
 from garmexport.actors.writer_actor import WriterActor
-from garmexport.actors.writer_lanes import WriterPool
+from garmexport.pipeline.writer_lanes import WriterPool
 
 log = logging.getLogger("garmexport.reader")
 POLL, TICK = "poll", "tick"

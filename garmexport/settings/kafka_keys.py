@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 
-from garmexport.config import shown
+from garmexport.settings.config import shown
 from garmexport.errors import ConfigError
 
 # librdkafka refuses a setting while the client is configured ('No such configuration
