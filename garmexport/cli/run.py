@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from garmexport.config import Config
-from garmexport.logs import log_event
+from garmexport.settings.config import Config
+from garmexport.observe.logs import log_event
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +23,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     root = config.output.root
     created = prepare_for_run(root, args.instance or "run", from_output(config.output))
     if created is not None:
-        log_event(logging.getLogger("garmexport.run"), "output_root_created", root=root,
-                  done=created)
+        log_event(logging.getLogger(__name__), "output_root_created", root=root, done=created)
     # Joining the consumer group takes seconds; start it before loading the exporter's
     # modules and actors (about half a second) so that the two overlap.
     source = KafkaSource(config)

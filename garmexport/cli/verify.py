@@ -13,9 +13,9 @@ import json
 import time
 from collections.abc import Callable
 
-from garmexport import logs
+from garmexport.observe import logs
 from garmexport.cli.arg_types import non_negative_float, positive_float
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 
 _SHOWN = 10  # duplicate groups and gaps printed per partition (--json lists more)

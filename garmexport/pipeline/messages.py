@@ -11,7 +11,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.errors import ConfigError, GarmexportError
 
 
