@@ -70,12 +70,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
+    days: dict[int, dict[int, str]] = {}  # offset -> day of its row, from the broker
     if not args.no_broker:
         found: dict[int, dict[int, str]] = {}
         seen = [0]
 
         def on_records(partition: int, records: list) -> None:
-            found.setdefault(partition, {}).update(expected_from_records(partition, records))
+            found.setdefault(partition, {}).update(
+                expected_from_records(partition, records, days.setdefault(partition, {})))
             seen[0] += len(records)
             tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
                            f"{s:.0f} s")
@@ -84,7 +86,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
-    report = compare(held, files, expected, disagreeing)
+    report = compare(held, files, expected, disagreeing, days)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

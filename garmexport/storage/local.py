@@ -108,7 +108,7 @@ class LocalStorage(Storage):
         try:
             os.makedirs(self.root, exist_ok=True)
         except OSError as exc:
-            raise StorageError(f"cannot create the output root {self.root}: {exc}") from exc
+            raise StorageError(f"cannot create {self.root}: {exc}") from exc
         return "created the directory"
 
     def _abs(self, path: str, *, allow_root: bool = False) -> str:

@@ -20,13 +20,13 @@ wrong. Only the two columns needed are read from each file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from garmexport.protocol.naming import QUARANTINE_DIR, FileName, parse_day_dir
+from garmexport.protocol.naming import QUARANTINE_DIR, FileName, day_name, parse_day_dir
 from garmexport.pipeline.router import Window, route
 from garmexport.storage.base import Storage
 from garmexport.storage.footer import FileFacts
@@ -150,24 +150,30 @@ def _facts(meta: dict[bytes, bytes]) -> FileFacts | None:
         return None
 
 
-def expected_from_records(partition: int, records: list) -> dict[int, str]:
-    """offset -> dataset where that record must be held (its type's, or _quarantine)."""
+def expected_from_records(partition: int, records: list,
+                          days: dict[int, str] | None = None) -> dict[int, str]:
+    """offset -> dataset where that record must be held (its type's, or _quarantine);
+    ``days`` gets offset -> the day (``YYYY-MM-DD``) whose directory it would be under."""
     routed = route(records, {}, Window(past_ms=2**62, future_ms=2**62))
     expected: dict[int, str] = {}
     for origin, batch in routed.batches.items():
         bad = {i for i, *_ in batch.bad}
         for i, off in enumerate(batch.offsets):
             expected[off] = QUARANTINE_DIR if i in bad else origin
+            if days is not None:
+                days[off] = day_name(batch.days[i])
     return expected
 
 
 def compare(held: dict[tuple[int, int], list[str]], files: int,
             expected: dict[int, dict[int, str]] | None,
-            disagreeing: Iterable[Disagreement] = ()) -> Report:
+            disagreeing: Iterable[Disagreement] = (),
+            days: Mapping[int, Mapping[int, str]] | None = None) -> Report:
     """Build the report; ``held`` and ``disagreeing`` from :func:`read_output`, ``expected``
     (per partition, offset -> dataset) from Kafka. Duplicates and gaps come with the files
-    they are about (:mod:`garmexport.tools.verify_findings`); a disagreeing file is listed
-    under the partition its name gives.
+    they are about (:mod:`garmexport.tools.verify_findings`; ``days`` from
+    :func:`expected_from_records` lets a gap name the files of its own day); a disagreeing
+    file is listed under the partition its name gives.
 
     A record of an exported type may legitimately be quarantined (bad body, event time
     outside the window): a row in ``_quarantine`` satisfies any expectation.
@@ -200,7 +206,7 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
         for lst in (r.duplicates, r.missing, r.misplaced, r.unexpected):
             lst.sort()
         r.duplicate_files = duplicate_groups(p, r.duplicates, held)
-    for p, found in gaps(missing, held).items():
+    for p, found in gaps(missing, held, days).items():
         report.partitions[p].gaps = found
     for d in sorted(disagreeing, key=lambda d: d.path):
         name = FileName.parse(d.path.rpartition("/")[2])

@@ -43,7 +43,7 @@ def test_a_command_that_reads_the_output_refuses_a_missing_root_and_creates_noth
     assert code == 2, err
     assert "Traceback" not in err and len(lines(err)) == 1, err
     for said in ("output.root", "GARMEXPORT_OUTPUT_ROOT", str(root), "does not exist",
-                 "only 'garmexport run' creates it"):
+                 "only 'garmexport run' creates it itself"):
         assert said in err, err
     assert not root.exists()
     assert seconds < 30, seconds  # compact: before Spark starts

@@ -51,7 +51,7 @@ def test_duplicates_name_the_files_holding_them_and_gaps_the_files_around_them(t
     doc = report.to_dict()["partitions"]["0"]
     assert doc["duplicate_files"] == [{"files": [a, b], "first": 50, "last": 99, "count": 50}]
     assert doc["gaps"][0] == {"dataset": "fs", "first": 150, "last": 199, "count": 50,
-                              "before": b, "after": d,
+                              "before": b, "after": d, "day": None,
                               "what": f"offsets 150..199 (50 missing) after {b} and before {d}"}
     assert doc["gap_count"] == 2 and doc["duplicate_groups"] == 1
 
@@ -118,3 +118,32 @@ def test_a_file_whose_name_disagrees_with_its_footer_or_rows_is_flagged(tmp_path
     doc = report.to_dict()["partitions"]["0"]["disagreeing_files"]
     assert [d["path"] for d in doc] == sorted([renamed, short])
     assert doc[0]["what"].startswith(f"{renamed} disagrees with itself: the name says")
+
+
+def test_with_the_days_of_the_records_a_gap_is_bordered_by_the_files_of_its_own_day(tmp_path):
+    d1, d2 = "day=2026-11-01", "day=2026-11-02"
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 40, 2), day=d1)
+    b1 = write(tmp_path, "fs", "b1.parquet", 0, range(1, 20, 2), day=d2)
+    write(tmp_path, "fs", "b2.parquet", 0, range(21, 30, 2), day=d2)
+    b3 = write(tmp_path, "fs", "b3.parquet", 0, range(31, 40, 2), day=d2)
+    (tmp_path / "fs" / d2 / "b2.parquet").unlink()  # lost
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    expected = {0: {o: "fs" for o in range(40)}}
+    days = {0: {o: "2026-11-01" if o % 2 == 0 else "2026-11-02" for o in range(40)}}
+    [gap] = compare(held, files, expected, days=days).partitions[0].gaps
+    assert gap == Gap("fs", 21, 29, 5, b1, b3, "2026-11-02")
+    assert gap.describe() == f"offsets 21..29 (5 missing) after {b1} and before {b3}"
+    # a whole day gone: said so, not "amid" the other day's file
+    for name in ("b1", "b3"):
+        (tmp_path / "fs" / d2 / f"{name}.parquet").unlink()
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    [gap] = compare(held, files, expected, days=days).partitions[0].gaps
+    assert gap == Gap("fs", 1, 39, 20, None, None, "2026-11-02")
+    assert gap.describe() == ("offsets 1..39 (20 missing): no file of fs/day=2026-11-02 holds "
+                              "a row of this partition")
+    # rows not under the directory of their day (not the exporter's layout): the dataset's
+    # files border the gap, as without the days
+    days[0][0] = "2026-11-03"
+    amid, after = compare(held, files, expected, days=days).partitions[0].gaps
+    a = f"fs/{d1}/a.parquet"
+    assert amid == Gap("fs", 1, 37, 19, a, a) and after == Gap("fs", 39, 39, 1, a, None)
