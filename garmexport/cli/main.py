@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 from garmexport import __version__
 from garmexport.observe import logs
+from garmexport.observe.logs import log_event
 from garmexport.settings import extras
 from garmexport.settings.load import load_config
 from garmexport.settings.load import CONFIG_PATH_ENV
@@ -166,7 +167,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         return 130
     except ConfigError as e:
-        print(f"garmexport {args.command}: configuration error: {e}", file=sys.stderr)
+        if config.log.format == "json":  # logging is set up: every stderr line is JSON
+            log_event(logging.getLogger(__name__), "configuration_error", level=logging.ERROR,
+                      command=args.command, error=str(e))
+        else:
+            print(f"garmexport {args.command}: configuration error: {e}", file=sys.stderr)
         return 2
     except GarmexportError as e:
         logging.getLogger("garmexport").error("%s: %s", type(e).__name__, e)

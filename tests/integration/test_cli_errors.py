@@ -59,6 +59,13 @@ def test_an_output_root_that_is_a_file_is_one_line_for_run_and_verify(tmp_path: 
         [line] = [line for line in lines(err) if "output.root" in line]
         assert f"= {str(root)!r} is a file, not a directory" in line, err
         assert root.read_text() == "not a directory"
+    # in the JSON log format, the same error is a JSON log event like every other line
+    code, err, _ = garmexport(_down(root, LOG_FORMAT="json"), "run", timeout_s=60)
+    assert code == 2, err
+    [event] = [json.loads(line) for line in lines(err)]
+    assert (event["level"], event["event"], event["command"]) == (
+        "ERROR", "configuration_error", "run"), event
+    assert "is a file, not a directory" in event["error"], event
 
 
 def test_run_creates_a_missing_root_and_says_so(tmp_path: Path) -> None:
