@@ -12,6 +12,8 @@ import argparse
 import datetime
 import math
 
+from garmexport.protocol.naming import check_label
+
 
 def _number(text: str, kind: type) -> float:
     try:
@@ -60,3 +62,11 @@ def epoch_ms(text: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return int(moment.timestamp() * 1000)
+
+
+def instance_id(text: str) -> str:
+    """An instance id: it names temp directories and markers, so only a label will do."""
+    try:
+        return check_label(text, "instance id")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 
+from garmexport.cli.arg_types import instance_id
 from garmexport.settings.config import Config
 from garmexport.observe.logs import log_event
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance", metavar="ID",
+    parser.add_argument("--instance", metavar="ID", type=instance_id,
                         help="instance id used in temp and marker names (default: host-pid-random)")
 
 

@@ -151,8 +151,10 @@ def test_a_closed_pipe_ends_a_command_quietly(broker, tmp_path: Path) -> None:
      "argument --timestamp: a time must be epoch ms of 0 or more or ISO 8601, got -5"),
     (["produce", "--days", "0"], "argument --days: must be more than 0, got 0.0"),
     (["produce", "--days", "nan"], "argument --days: not a finite number: 'nan'"),
+    (["run", "--instance", "a b/c"],
+     "argument --instance: instance id 'a b/c' may only hold letters, digits"),
 ])
-def test_a_negative_duration_or_time_is_a_usage_error(
+def test_a_negative_duration_or_time_or_a_bad_instance_id_is_a_usage_error(
         tmp_path: Path, args: list[str], said: str) -> None:
     (tmp_path / "out").mkdir()
     code, err, _ = garmexport(_down(tmp_path / "out"), *args)
