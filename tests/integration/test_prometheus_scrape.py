@@ -18,8 +18,6 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from tests.broker import free_port
 from tests.integration.harness import Exporter, exporter_env, produce
 from tests.system_tools import unavailable
