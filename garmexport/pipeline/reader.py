@@ -37,9 +37,10 @@ from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
+from garmexport.pipeline.jvm_recovery import JvmScan
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.protocol.resume import Chain
-from garmexport.pipeline.router import ORIGINS, KafkaRecord, Window, route
+from garmexport.pipeline.router import ORIGINS, exported_origins, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
 from garmexport.pipeline.store_watch import StoreWatch
@@ -74,6 +75,7 @@ class Reader:
         self.registrar = registrar
         #: whether ``first_record`` was logged: once per reader, so once per process
         self.first_record_logged = False
+        self._jvm: JvmScan | None = None
 
     @property
     def paused(self) -> bool:
@@ -103,9 +105,16 @@ class Reader:
         log_event(log, "assigned", partitions=sorted(seeks), seeks=seeks)
         return seeks
 
+    def _jvm_scan(self) -> JvmScan | None:
+        """The JVM exporter's offsets in this root (``[jvm] takeover``), read lazily, once
+        per process: a partition with markers never reads them."""
+        if self._jvm is None and self.cfg.jvm.takeover:
+            self._jvm = JvmScan(self.storage, exported_origins(), self.cfg.jvm.cluster)
+        return self._jvm
+
     def _start(self, p: int) -> int | None:
         src = self.cfg.source
-        rec = read_partition_state(self.storage, src.cluster, src.topic, p)
+        rec = read_partition_state(self.storage, src.cluster, src.topic, p, self._jvm_scan())
         seek = rec.state.seek()
         self._epoch += 1
         ledger = PartitionLedger.start(rec.state, ORIGINS, -1 if seek is None else seek)
