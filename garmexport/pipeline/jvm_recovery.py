@@ -17,7 +17,9 @@ from collections.abc import Iterable
 
 from garmexport.errors import ProtocolViolation
 from garmexport.protocol.jvm_names import day_of_dir
-from garmexport.protocol.jvm_resume import JvmFound, highest, newest_per_day
+from garmexport.protocol.jvm_resume import (
+    JvmFound, Recent, Takeover, highest, newest_per_day, newest_sized, watch_since,
+)
 from garmexport.storage.base import Storage
 from garmexport.storage.footer import column_max, read_footer
 
@@ -35,21 +37,25 @@ class JvmScan:
         self.threads = max(1, threads)
         self.footers_read = 0
         self._lock = threading.Lock()
-        self._days: dict[str, list[tuple[str, str, list[str]]]] = {}
+        self._day_dirs: dict[str, list[tuple[str, str]]] = {}
+        self._files: dict[tuple[str, str], dict[str, int]] = {}
         self._found: dict[int, dict[str, JvmFound]] = {}
 
-    def _listing(self, origin: str) -> list[tuple[str, str, list[str]]]:
-        """(day, directory name, file names) of every day directory of ``origin``."""
-        if origin not in self._days:
-            out = []
-            for e in self.storage.list(origin):
-                day = day_of_dir(e.name) if e.is_dir else None
-                if day is not None:
-                    names = [f.name for f in self.storage.list(f"{origin}/{e.name}")
-                             if not f.is_dir]
-                    out.append((day, e.name, names))
-            self._days[origin] = out
-        return self._days[origin]
+    def _listing(self, origin: str, since: str = "") -> list[tuple[str, str, dict[str, int]]]:
+        """(day, directory name, file name -> size) of the day directories of ``origin``
+        from day ``since`` on."""
+        if origin not in self._day_dirs:
+            self._day_dirs[origin] = [(day, e.name) for e in self.storage.list(origin)
+                                      if e.is_dir and (day := day_of_dir(e.name)) is not None]
+        out = []
+        for day, dirname in self._day_dirs[origin]:
+            if day >= since:
+                if (origin, dirname) not in self._files:
+                    self._files[(origin, dirname)] = {
+                        f.name: f.size for f in self.storage.list(f"{origin}/{dirname}")
+                        if not f.is_dir}
+                out.append((day, dirname, self._files[(origin, dirname)]))
+        return out
 
     def _day_max(self, path: str) -> int | None:
         try:
@@ -85,3 +91,20 @@ class JvmScan:
         result = {o: h for o, fs in per_origin.items() if (h := highest(fs)) is not None}
         self._found[partition] = result
         return result
+
+    def recent(self, partition: int, since: str) -> Recent:
+        """Per origin, ``day -> (name, size)`` of the newest file of ``partition`` on each
+        day from ``since`` on (one listing per type and per such day)."""
+        out = {o: newest_sized(self._listing(o, since), partition, self.cluster, since)
+               for o in self.origins}
+        return {o: days for o, days in out.items() if days}
+
+    def takeover(self, partition: int) -> Takeover | None:
+        """What to record when ``partition`` is taken over (None: no JVM file of ours)."""
+        found = self.found(partition)
+        days = {day for o in self.origins
+                for day in newest_per_day(self._listing(o), partition, self.cluster)}
+        since = watch_since(days)
+        if since is None:
+            return None
+        return Takeover(partition, since, found, self.recent(partition, since))

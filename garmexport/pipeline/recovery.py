@@ -8,7 +8,9 @@ the number of days or files in the output.
 A partition with no marker yet, on a root the Garmadon JVM exporter wrote, starts where
 that exporter stopped: given a :class:`~garmexport.pipeline.jvm_recovery.JvmScan`, its
 offsets join the state as one more marker (:mod:`garmexport.protocol.jvm_resume`). Once a
-marker exists the JVM files are not looked at.
+marker exists the JVM footers are not read again; the few newest JVM files that the
+takeover recorded (``j+takeover.json``) are listed at each start, to refuse one while the
+JVM exporter still writes (:func:`garmexport.protocol.jvm_resume.still_writing`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import TYPE_CHECKING
 
 from garmexport.errors import ProtocolViolation
 from garmexport.storage.footer import read_facts
-from garmexport.protocol.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
+from garmexport.protocol.naming import (
+    TAKEOVER_FILE, FileName, IntentName, MarkerName, chain_path, partition_dir,
+)
 from garmexport.protocol.resume import Marker, PartitionState, intents_to_check, merge_state
-from garmexport.protocol.jvm_resume import JvmFound, takeover_marker
+from garmexport.protocol.jvm_resume import JvmFound, Takeover, still_writing, takeover_marker
 from garmexport.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -35,6 +39,8 @@ class Recovered:
     files_checked: int
     #: per origin, what the JVM exporter committed (only read when no marker exists)
     jvm: dict[str, JvmFound] = field(default_factory=dict)
+    #: the JVM takeover record of the partition, if garmexport took it over from the JVM
+    takeover: Takeover | None = None
 
 
 def read_partition_state(
@@ -47,6 +53,7 @@ def read_partition_state(
     pdir = partition_dir(source, topic, partition)
     markers: dict[MarkerName, Marker] = {}
     intents: list[IntentName] = []
+    takeover: Takeover | None = None
     for entry in storage.list(pdir):
         if (m := MarkerName.parse(entry.name)) is not None:
             try:
@@ -57,6 +64,20 @@ def read_partition_state(
                 raise ProtocolViolation(f"{storage.uri}/{pdir}/{entry.name}: {exc}") from None
         elif (i := IntentName.parse(entry.name)) is not None:
             intents.append(i)
+        elif entry.name == TAKEOVER_FILE:
+            try:
+                takeover = Takeover.from_json(storage.read(f"{pdir}/{entry.name}"))
+            except ValueError as exc:
+                raise ProtocolViolation(f"{storage.uri}/{pdir}/{entry.name}: {exc}") from None
+    if jvm is not None and takeover is not None:
+        changed = still_writing(takeover, jvm.recent(partition, takeover.since))
+        if changed:
+            raise ProtocolViolation(
+                f"partition {partition}: the Garmadon JVM exporter wrote to {storage.uri} after "
+                f"garmexport took the partition over ({', '.join(changed[:5])}"
+                f"{', ...' if len(changed) > 5 else ''}); its records after the takeover "
+                "point would be exported twice. Stop the JVM exporter, then see README, "
+                "Taking over from the JVM exporter")
     found = jvm.found(partition) if jvm is not None and not markers else {}
     taken = takeover_marker(partition, found)
     merged = [*markers.values(), *([taken] if taken is not None else [])]
@@ -74,4 +95,4 @@ def read_partition_state(
             raise ProtocolViolation(f"{storage.uri}/{path}: {exc}") from None
         published.append((intent, facts.last_offset))
     state = merge_state(partition, merged, published)
-    return Recovered(state, markers, tuple(sorted(intents)), len(checked), found)
+    return Recovered(state, markers, tuple(sorted(intents)), len(checked), found, takeover)

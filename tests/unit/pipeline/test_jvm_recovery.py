@@ -86,3 +86,26 @@ def test_an_unreadable_jvm_file_stops_the_start_with_its_path(tmp_path: Path) ->
     bad.write_bytes(b"not parquet")
     with pytest.raises(ProtocolViolation, match="gc/day=2026-11-02/0.index=1"):
         JvmScan(LocalStorage(str(tmp_path), "t"), exported_origins()).found(0)
+
+
+def test_a_start_after_the_takeover_refuses_while_the_jvm_exporter_still_writes(
+        tmp_path: Path, records) -> None:
+    from garmexport.protocol.naming import TAKEOVER_FILE
+
+    built = build(tmp_path, records, rows_per_file=200)
+    storage = LocalStorage(str(tmp_path), "t")
+    takeover = JvmScan(storage, exported_origins()).takeover(0)
+    assert takeover is not None and takeover.found["fs"].offset == built.high("fs", 0)
+    pdir = partition_dir("local", "garmadon", 0)
+    storage.put_exclusive(f"{pdir}/{TAKEOVER_FILE}", takeover.to_json())
+    storage.put_exclusive(f"{pdir}/{MarkerName('i1', 1).format()}",
+                          Marker(0, {"fs": 5}, {}, processed=5, written_at_ms=1).to_json())
+    rec = read_partition_state(storage, "local", "garmadon", 0, JvmScan(storage, exported_origins()))
+    assert rec.takeover == takeover and rec.jvm == {}
+    # the JVM exporter merges more rows into the newest file of the partition's fs day
+    path = tmp_path / takeover.found["fs"].path
+    table = pq.read_table(path)
+    write_jvm_file(path, [table, heartbeat_rows(table.schema.remove_metadata(),
+                                                [10**6], [1_793_600_000_000])])
+    with pytest.raises(ProtocolViolation, match=r"JVM exporter wrote .* after garmexport took"):
+        read_partition_state(storage, "local", "garmadon", 0, JvmScan(storage, exported_origins()))

@@ -73,3 +73,21 @@ def test_garmexport_files_published_before_its_first_marker_count_beside_the_jvm
     assert state.seek() == 401  # W of gc stays 400: the intent's file is one chain's
     assert state.is_committed("gc", "d", "2024-01-02", 950)
     assert not state.is_committed("gc", "d", "2024-01-01", 950)
+
+
+def test_a_takeover_record_round_trips_and_names_what_the_jvm_wrote_since() -> None:
+    from garmexport.protocol.jvm_resume import Takeover, still_writing, watch_since
+
+    assert watch_since(["2024-01-01", "2024-03-01", "2019-01-01"]) == "2024-02-28"
+    assert watch_since([]) is None
+    t = Takeover(3, "2024-02-28", {"fs": JvmFound(9, "2024-03-01", "fs/day=2024-03-01/3.index=2")},
+                 {"fs": {"2024-03-01": ("3.index=2", 1000)}, "gc": {}})
+    back = Takeover.from_json(t.to_json())
+    assert back.found == t.found and back.recent["fs"] == t.recent["fs"] and back.since == t.since
+    assert still_writing(back, {"fs": {"2024-03-01": ("3.index=2", 1000)}}) == []
+    assert still_writing(back, {}) == []  # compacted away or deleted: not writing
+    assert still_writing(back, {"fs": {"2024-03-01": ("3.index=2", 1200)}}) == [
+        "fs/day=2024-03-01/3.index=2 (size 1000 -> 1200)"]
+    assert still_writing(back, {"fs": {"2024-03-01": ("3.index=3", 10)},
+                                "gc": {"2024-03-02": ("3.index=1", 10)}}) == [
+        "fs/day=2024-03-01/3.index=3 (new file)", "gc/day=2024-03-02/3.index=1 (new file)"]
