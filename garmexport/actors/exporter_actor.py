@@ -11,7 +11,7 @@ import logging
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     ExportStopped, Failure, ReaderStopped, StartExport, StartReader, StopExport, StopReader,
 )

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 
 LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
 CONFIG_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.reader_state import Assigned, KafkaPort
 from garmexport.pipeline.store_episode import StoreEpisode
 

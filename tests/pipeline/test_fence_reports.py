@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from garmexport.errors import StorageError
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.naming import MarkerName
 from garmexport.pipeline.publisher import write_marker
 from garmexport.protocol.resume import Marker

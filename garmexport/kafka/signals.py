@@ -2,7 +2,7 @@
 
 librdkafka prints its own log lines to stderr unless the client is given a ``logger``; then
 it hands them to Python (served by the consumer's polls, in the polling thread). Here they
-go out through :func:`garmexport.logs.log_event` as ``kafka_log`` events of the
+go out through :func:`garmexport.observe.logs.log_event` as ``kafka_log`` events of the
 ``garmexport.kafka`` logger (so ``log.format = "json"`` covers them), with repeats of one
 message within ``REPEAT_WINDOW_S`` swallowed and counted (``suppressed=N`` on the next line
 of that message). The error and statistics callbacks feed :class:`BrokerLink`; its
@@ -25,9 +25,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from garmexport.broker_link import BrokerLink, Change
-from garmexport.logs import log_event
-from garmexport.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.kafka.broker_link import BrokerLink, Change
+from garmexport.observe.logs import log_event
+from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
 log = logging.getLogger("garmexport.kafka")
 REPEAT_WINDOW_S = 60.0

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaError
 
-from garmexport.broker_link import BrokerLink, Change
-from garmexport.kafka_signals import REPEAT_WINDOW_S, KafkaSignals
-from garmexport.logs import configure
-from garmexport.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.kafka.broker_link import BrokerLink, Change
+from garmexport.kafka.signals import REPEAT_WINDOW_S, KafkaSignals
+from garmexport.observe.logs import configure
+from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
 FAIL = ("127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused "
         "(after {}ms in state CONNECT)")
