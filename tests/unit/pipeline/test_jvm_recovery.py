@@ -14,6 +14,7 @@ from garmexport.pipeline.router import exported_origins
 from garmexport.protocol.naming import MarkerName, partition_dir
 from garmexport.protocol.resume import Marker
 from garmexport.storage.local import LocalStorage
+from garmexport.tools.offsets_view import build_row, render
 from tests.jvm_root import build, generated, heartbeat_rows, write_jvm_file
 
 
@@ -54,6 +55,14 @@ def test_each_type_resumes_after_the_highest_offset_over_every_day_old_names_and
     rec = read_partition_state(storage, "local", "garmadon", 1, scan)
     assert rec.state.seek() == min(built.high(o, 1) for o in rec.jvm) + 1
     assert rec.markers == {}
+    # garmexport offsets tells it before doing it: per type the offset and its file
+    row = build_row(1, rec, end=10**6)
+    assert row.seek == rec.state.seek() and row.lag == 10**6 - row.seek
+    text = render("local", "garmadon", [row])
+    assert "resumes where the JVM exporter stopped" in text
+    for o, f in rec.jvm.items():
+        assert f"after {f.offset}" in text and f.path in text
+        assert row.to_dict()["jvm"][o] == {"offset": f.offset, "file": f.path}
 
 
 def test_a_partition_with_a_garmexport_marker_reads_no_jvm_footer(tmp_path: Path, records) -> None:
