@@ -168,3 +168,31 @@ def generated(count: int, *, partitions: int = 2, days: int = 3, seed: int = 5,
     for r in generate(spec, count):
         out[r.partition].append(Rec(len(out[r.partition]), r.value, r.timestamp_ms))
     return out
+
+
+def write_garmexport(root: Path, records: Mapping[int, Sequence[Rec]], rows_per_file: int = 400,
+                     source: str = "local", topic: str = "garmadon") -> list[Path]:
+    """The given records as garmexport publishes them (its decoder, its file writer, its
+    names): for a half-JVM, half-garmexport day without running the exporter."""
+    from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
+    from garmexport.protocol.naming import FileName, data_path
+
+    paths = []
+    picked: dict[tuple[str, str, int], list[Rec]] = {}
+    for p, recs in records.items():
+        for r in recs:
+            origin, day, reason, _ = classify(r.value, r.kafka_ms, WINDOW)
+            if origin and not origin.startswith("_") and reason is None:
+                picked.setdefault((origin, day_name(day), p), []).append(r)
+    for (origin, day, p), recs in sorted(picked.items()):
+        for start in range(0, len(recs), rows_per_file):
+            part = recs[start:start + rows_per_file]
+            table, bad = decode_batch(by_output(origin), [r.value for r in part], p,
+                                      np.array([r.offset for r in part], np.int64))
+            assert not bad, bad
+            facts = FileFacts(source, topic, p, part[0].offset, part[-1].offset, table.num_rows)
+            path = root / data_path(origin, day, FileName(source, topic, p, part[0].offset))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(to_parquet_bytes([table], facts, "zstd"))
+            paths.append(path)
+    return paths
