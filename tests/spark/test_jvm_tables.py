@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -94,3 +95,52 @@ def test_jvm_style_queries_count_each_record_once_over_a_half_jvm_half_garmexpor
                            "WHERE array_contains(tags, 'YARN_MANAGED')").collect()[0][0]
     assert (got_spark, got_tagged) == (want["spark"], want["tagged"])
     assert 0 < got_spark < got_tagged == sum(want_day.values())
+
+
+def test_compaction_of_a_mixed_day_folds_garmexport_files_and_leaves_jvm_files_alone(
+        spark, tmp_path: Path) -> None:
+    import hashlib
+
+    from garmexport.compaction.fs import LocalFs
+    from garmexport.compaction.job import CompactOptions, run
+    from garmexport.pipeline.router import ORIGINS
+    from garmexport.tools.verify_jvm import heartbeat_mask
+    from tests.spark.exporter_like import markers_for
+
+    records = generated(3000, partitions=2, days=2, seed=12)
+    jvm = {p: recs[: len(recs) // 2] for p, recs in records.items()}
+    ours = {p: recs[len(recs) // 2:] for p, recs in records.items()}
+    root = tmp_path / "out"
+    built = build(root, jvm, rows_per_file=100, heartbeat_every=80)
+    raw = write_garmexport(root, ours, rows_per_file=20)
+    # everything garmexport wrote is committed: W of every origin at the partition's end
+    now_ms = max(r.kafka_ms for recs in records.values() for r in recs) + 5 * 86_400_000
+    markers_for(str(root), {p: {o: recs[-1].offset for o in ORIGINS} for p, recs in records.items()},
+                now_ms)
+    digest = {f: hashlib.sha256(f.read_bytes()).hexdigest() for f in built.files}
+
+    fs = LocalFs(str(root))
+    summary = run(spark, fs, CompactOptions(root_uri=fs.uri, lateness_s=3600.0,
+                                            target_file_bytes=64 << 20,
+                                            sort_columns=("kafka_partition", "kafka_offset"),
+                                            codec="zstd", hive=False), now_ms)
+    assert summary.files_in == len(raw) and summary.days_compacted > 0
+    assert not any(f.exists() for f in raw)
+    assert {f: hashlib.sha256(f.read_bytes()).hexdigest() for f in built.files} == digest
+
+    # every record once across the JVM files and the compacted ones, heartbeats aside
+    held: Counter[tuple[int, int]] = Counter()
+    for f in root.glob("*/day=*/*"):
+        if f.name.startswith(("_", ".")):
+            continue
+        t = pq.read_table(f)
+        if "kafka_partition" in t.column_names:  # garmexport's
+            held.update(zip(t.column("kafka_partition").to_pylist(),
+                            t.column("kafka_offset").to_pylist()))
+        else:  # the JVM's: partition in the name
+            data = t.filter(pc.invert(heartbeat_mask(t))).column("kafka_offset").to_pylist()
+            held.update((int(f.name.split(".")[0]), o) for o in data)
+    want = {(p, r.offset) for p, recs in records.items() for r in recs
+            if (c := classify(r.value, r.kafka_ms, WINDOW))[0] and not c[0].startswith("_")
+            and c[2] is None}
+    assert set(held) == want and max(held.values()) == 1
