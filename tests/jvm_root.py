@@ -83,16 +83,22 @@ def jvm_name(partition: int, index: int, cluster: str = "") -> str:
     return f"{partition}{f'.cluster={cluster}' if cluster else ''}.index={index}"
 
 
-def decoded_chains(records: Mapping[int, Sequence[Rec]]
-                   ) -> dict[tuple[str, str, int], tuple[pa.Table, list[int]]]:
-    """(origin, day, partition) -> (JVM rows in offset order, their Kafka ms), good records
-    of exported types only (the JVM exporter never wrote the others)."""
+def exported_chains(records: Mapping[int, Sequence[Rec]]) -> dict[tuple[str, str, int], list[Rec]]:
+    """(origin, day, partition) -> its good records of exported types, in offset order, as
+    the exporter's router classifies them (the JVM exporter never wrote the others)."""
     picked: dict[tuple[str, str, int], list[Rec]] = {}
     for p, recs in records.items():
         for r in recs:
             origin, day, reason, _ = classify(r.value, r.kafka_ms, WINDOW)
             if origin and not origin.startswith("_") and reason is None:
                 picked.setdefault((origin, day_name(day), p), []).append(r)
+    return picked
+
+
+def decoded_chains(records: Mapping[int, Sequence[Rec]]
+                   ) -> dict[tuple[str, str, int], tuple[pa.Table, list[int]]]:
+    """(origin, day, partition) -> (JVM rows in offset order, their Kafka ms)."""
+    picked = exported_chains(records)
     out = {}
     for (origin, day, p), recs in picked.items():
         table, bad = decode_batch(by_output(origin), [r.value for r in recs], p,
@@ -178,13 +184,7 @@ def write_garmexport(root: Path, records: Mapping[int, Sequence[Rec]], rows_per_
     from garmexport.protocol.naming import FileName, data_path
 
     paths = []
-    picked: dict[tuple[str, str, int], list[Rec]] = {}
-    for p, recs in records.items():
-        for r in recs:
-            origin, day, reason, _ = classify(r.value, r.kafka_ms, WINDOW)
-            if origin and not origin.startswith("_") and reason is None:
-                picked.setdefault((origin, day_name(day), p), []).append(r)
-    for (origin, day, p), recs in sorted(picked.items()):
+    for (origin, day, p), recs in sorted(exported_chains(records).items()):
         for start in range(0, len(recs), rows_per_file):
             part = recs[start:start + rows_per_file]
             table, bad = decode_batch(by_output(origin), [r.value for r in part], p,

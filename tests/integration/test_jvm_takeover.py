@@ -34,7 +34,8 @@ from garmexport.settings.load import load_config
 from garmexport.tools.broker_scan import scan
 from garmexport.tools.generator import DEFAULT_MIX, Spec
 from tests.integration.harness import (
-    NOW_MS, PYTHON, ROOT, Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
+    NOW_MS, PYTHON, ROOT, Exporter, assert_exact, exporter_env, exporter_runs, produce, topic_ends,
+    wait_caught_up,
 )
 from tests.jvm_root import Rec, build, heartbeat_rows, write_jvm_file
 
@@ -93,8 +94,7 @@ def test_every_record_is_in_one_data_row_across_jvm_and_garmexport_files_after_k
     env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_AGE_S=1,
                        PROTOCOL_HEARTBEAT_INTERVAL_S=1, WRITER_BATCH_MAX_RECORDS=300,
                        WRITER_DECODE_BATCH_RECORDS=100, KAFKA_SESSION_TIMEOUT_MS=2000)
-    runs: list[Exporter] = []
-    try:
+    with exporter_runs() as runs:
         offsets = subprocess.run([PYTHON, "-m", "garmexport", "offsets", "--json"], env=env,
                                  cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert offsets.returncode == 0, offsets.stderr[-2000:]
@@ -134,13 +134,6 @@ def test_every_record_is_in_one_data_row_across_jvm_and_garmexport_files_after_k
             assert 0 < r["jvm_rows"] < r["rows"]
         # the JVM files are untouched
         assert all(f.exists() for f in built.files)
-    except BaseException:
-        for run in runs:
-            print(run.tail(25))
-        raise
-    finally:
-        for run in runs:
-            run.close()
 
 
 def test_a_start_after_the_jvm_exporter_merged_more_rows_into_its_newest_file_is_refused(
@@ -150,8 +143,7 @@ def test_a_start_after_the_jvm_exporter_merged_more_rows_into_its_newest_file_is
     root = tmp_path / "out"
     built = build(root, switch, rows_per_file=250)
     env = exporter_env(broker.bootstrap, topic, str(root))
-    runs = []
-    try:
+    with exporter_runs() as runs:
         first = Exporter(env, tmp_path, "switch")
         runs.append(first)
         first.wait_event("jvm_takeover", timeout_s=90)
@@ -175,10 +167,3 @@ def test_a_start_after_the_jvm_exporter_merged_more_rows_into_its_newest_file_is
         rel = "/".join(newest.parts[-3:])
         assert "JVM exporter wrote" in text and newest.name in text and rel.split("/")[0] in text, \
             second.tail()
-    except BaseException:
-        for run in runs:
-            print(run.tail(25))
-        raise
-    finally:
-        for run in runs:
-            run.close()
