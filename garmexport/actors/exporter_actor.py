@@ -17,7 +17,7 @@ from garmexport.pipeline.messages import (
 )
 from garmexport.actors.reader_actor import ReaderActor
 
-log = logging.getLogger("garmexport.exporter")
+log = logging.getLogger(__name__)
 
 
 class ExporterActor(ActorTypeDispatcher):

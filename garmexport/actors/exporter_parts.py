@@ -33,7 +33,7 @@ from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.reader import KafkaPort, Reader
 from garmexport.storage.base import Storage
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 #: temp files older than this belong to dead processes: a live one publishes a staged file
 #: within milliseconds of writing it
 TEMP_GC_AGE_S = 3600.0

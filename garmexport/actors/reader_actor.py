@@ -32,7 +32,7 @@ from garmexport.pipeline.messages import (
 from garmexport.actors.writer_actor import WriterActor
 from garmexport.pipeline.writer_lanes import WriterPool
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
 SHORT_POLL_S = 0.05

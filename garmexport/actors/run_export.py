@@ -23,7 +23,7 @@ from garmexport.actors.exporter_actor import ExporterActor
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
 
-log = logging.getLogger("garmexport.run")
+log = logging.getLogger(__name__)
 
 
 #: CPython's default collector thresholds are (700, 10, 10). The export loop allocates

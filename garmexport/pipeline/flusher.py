@@ -26,7 +26,7 @@ from garmexport.pipeline.messages import Batch, FlushOpen, ResetWriter, WriterMe
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.protocol.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 
 
 class Flusher:

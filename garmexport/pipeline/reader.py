@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaPort", "Reader"]
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 _KIND_LABEL = {"d": "data", "q": "quarantine"}
 
 
