@@ -144,3 +144,53 @@ def test_compaction_of_a_mixed_day_folds_garmexport_files_and_leaves_jvm_files_a
             if (c := classify(r.value, r.kafka_ms, WINDOW))[0] and not c[0].startswith("_")
             and c[2] is None}
     assert set(held) == want and max(held.values()) == 1
+
+
+def test_after_a_real_takeover_the_registered_tables_count_each_day_right(
+        spark, broker, tmp_path: Path) -> None:
+    """The root of a real run: the JVM era written the JVM way, the rest by ``garmexport
+    run`` against the broker; every type's table, as the JVM created it and garmexport
+    registered it, counts each day's records of the topic, heartbeat rows aside."""
+    from tests.integration.harness import (Exporter, exporter_env, exporter_runs, produce,
+                                           topic_ends, wait_caught_up)
+    from tests.integration.test_jvm_takeover import jvm_era, read_topic
+
+    topic, era = jvm_era(broker, 2)
+    cut = {p: recs[: len(recs) * 2 // 3] for p, recs in era.items()}
+    root = tmp_path / "out"
+    built = build(root, cut, rows_per_file=300, heartbeat_every=500)
+    produce(broker.bootstrap, topic, 6000, partitions=2, seed=4, days=2)
+    ends = topic_ends(broker.bootstrap, topic)
+    env = exporter_env(broker.bootstrap, topic, str(root))
+    with exporter_runs() as runs:
+        runs.append(Exporter(env, tmp_path, "takeover"))
+        wait_caught_up(str(root), topic, ends, timeout_s=240, alive=runs[0].check_alive)
+        assert runs[0].terminate() == 0, runs[0].tail()
+
+    want: Counter[tuple[str, str]] = Counter()
+    for recs in read_topic(broker.bootstrap, topic).values():
+        for r in recs:
+            origin, day, reason, _ = classify(r.value, r.kafka_ms, WINDOW)
+            if origin and not origin.startswith("_") and reason is None:
+                want[(origin, day_name(day))] += 1
+    from garmexport.tools.verify_jvm import heartbeat_mask
+
+    beats: Counter[tuple[str, str]] = Counter()
+    for f in built.files:
+        beats[(f.parts[-3], f.parent.name[4:])] += pc.sum(heartbeat_mask(pq.read_table(f))).as_py()
+    assert sum(beats.values()) > 0
+    db = "garmadon_takeover"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+    for origin in sorted({o for o, _ in want}):
+        location = f"file://{root}/{origin}"
+        days = sorted(d.name[4:] for d in (root / origin).iterdir() if d.name.startswith("day="))
+        jvm_files = [f for f in built.files if f.parts[-3] == origin]
+        if jvm_files:  # the table the JVM exporter created, then garmexport's registration
+            spark.sql(create_table_sql(db, origin, columns_of([pq.read_schema(jvm_files[0])]),
+                                       location))
+        sync_table(spark, db, origin, location, columns_of([dataset_schema(origin)]), days)
+        got = dict(spark.sql(f"SELECT day, count(*) FROM {db}.{origin} GROUP BY day").collect())
+        for day in days:
+            assert got.get(day, 0) - beats[(origin, day)] == want[(origin, day)], (origin, day)
+        assert sum(want[(origin, d)] for d in days) == sum(n for (o, _), n in want.items()
+                                                           if o == origin)
