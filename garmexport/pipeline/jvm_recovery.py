@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
 
 from garmexport.errors import ProtocolViolation
-from garmexport.protocol.jvm_names import day_of_dir
+from garmexport.protocol.jvm_names import JvmFile, day_of_dir
 from garmexport.protocol.jvm_resume import (
     JvmFound, Recent, Takeover, highest, newest_per_day, newest_sized, watch_since,
 )
@@ -91,6 +91,12 @@ class JvmScan:
         result = {o: h for o, fs in per_origin.items() if (h := highest(fs)) is not None}
         self._found[partition] = result
         return result
+
+    def partitions(self) -> list[int]:
+        """The partitions that have a JVM file of our cluster tag (every day listed)."""
+        found = {f.partition for o in self.origins for _, _, names in self._listing(o)
+                 for n in names if (f := JvmFile.parse(n)) is not None and f.cluster == self.cluster}
+        return sorted(found)
 
     def recent(self, partition: int, since: str) -> Recent:
         """Per origin, ``day -> (name, size)`` of the newest file of ``partition`` on each

@@ -51,6 +51,7 @@ def test_each_type_resumes_after_the_highest_offset_over_every_day_old_names_and
     assert storage.tails == scan.footers_read == len(newest)  # one footer per (type, day, p)
     scan.found(0)
     assert storage.tails == len(newest)  # asked again: nothing read again
+    assert scan.partitions() == [0, 1]  # what offsets --no-broker shows on a JVM root
 
     rec = read_partition_state(storage, "local", "garmadon", 1, scan)
     assert rec.state.seek() == min(built.high(o, 1) for o in rec.jvm) + 1
