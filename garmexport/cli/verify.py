@@ -51,6 +51,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.storage.root_check import open_existing
     from garmexport.tools.broker_scan import partitions_of, scan
     from garmexport.tools.verify import compare, expected_from_records, read_output
+    from garmexport.tools.verify_jvm import read_jvm
 
     tick = Ticker(args.progress_s)
     # the root first: a mistyped one is the error to report, whatever the broker does
@@ -67,6 +68,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
     disagreeing: list = []
     held, files = read_output(storage, config.source.topic, reading, disagreeing)
+
+    def reading_jvm(done: int, total: int, rows: int) -> None:
+        tick(lambda s: f"reading the JVM exporter's files: {done}/{total}, {rows} rows, "
+                       f"{s:.0f} s")
+
+    jvm = read_jvm(storage, held, config.jvm.cluster, reading_jvm)
+    files += jvm.files
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
@@ -86,7 +94,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
-    report = compare(held, files, expected, disagreeing, days)
+    report = compare(held, files, expected, jvm, disagreeing=disagreeing, days=days)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -116,4 +124,10 @@ def _print_table(report) -> None:
         hidden = max(0, len(r.duplicate_files) - _SHOWN) + max(0, len(r.gaps) - _SHOWN)
         if hidden:
             print(f"{'':>9} ... {hidden} more duplicate groups or gaps: see --json")
+    if report.jvm_files or report.foreign_jvm_files:
+        beats = sum(r.heartbeats for r in report.partitions.values())
+        rows = sum(r.jvm_rows for r in report.partitions.values())
+        print(f"JVM exporter files: {report.jvm_files} read ({rows} data rows counted above, "
+              f"{beats} heartbeat rows apart), {len(report.foreign_jvm_files)} of another "
+              "cluster tag not read")
     print("verify: OK, every record exactly once" if report.ok else "verify: FAILED")

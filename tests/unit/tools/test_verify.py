@@ -104,7 +104,7 @@ def test_a_file_whose_name_disagrees_with_its_footer_or_rows_is_flagged(tmp_path
     write(tmp_path, "fs", "not-ours.parquet", 0, range(40, 45))  # a foreign name: not checked
     disagreeing: list = []
     held, files = read_output(open_storage(str(tmp_path), "t"), "topic", None, disagreeing)
-    report = compare(held, files, None, disagreeing)
+    report = compare(held, files, None, disagreeing=disagreeing)
     assert not report.ok
     by_path = {d.path: d.problems for p in report.partitions.values() for d in p.disagreeing}
     assert set(by_path) == {renamed, short, bare}
