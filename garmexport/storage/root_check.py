@@ -30,9 +30,18 @@ def _asking(root: str, call: Callable[[], T]) -> T:
                            "this user may read it (run: and create it)") from exc
 
 
-def _not_a_directory(root: str) -> ConfigError:
-    return ConfigError(f"{SETTING} = {root!r} is a file, not a directory: point it at the "
+def _not_a_directory(root: str, setting: str = SETTING) -> ConfigError:
+    return ConfigError(f"{setting} = {root!r} is a file, not a directory: point it at the "
                        "output directory")
+
+
+def require(state: str, root: str, setting: str = SETTING) -> None:
+    """Raise ConfigError unless ``state`` (a ``root_state()``) is a directory."""
+    if state == ROOT_MISSING:
+        raise ConfigError(f"{setting} = {root!r} does not exist: correct the path, bucket or "
+                          "HDFS path, or create it; only 'garmexport run' creates it itself")
+    if state == ROOT_NOT_DIRECTORY:
+        raise _not_a_directory(root, setting)
 
 
 def open_existing(root: str, instance: str, options: StorageOptions | None = None) -> Storage:
@@ -41,13 +50,7 @@ def open_existing(root: str, instance: str, options: StorageOptions | None = Non
     cannot tell."""
     storage = open_storage(root, instance, options, create=False)
     try:
-        state = _asking(root, storage.root_state)
-        if state == ROOT_MISSING:
-            raise ConfigError(f"{SETTING} = {root!r} does not exist: correct the path, bucket "
-                              "or HDFS path, or create it; only 'garmexport run' creates it "
-                              "itself")
-        if state == ROOT_NOT_DIRECTORY:
-            raise _not_a_directory(root)
+        require(_asking(root, storage.root_state), root)
     except BaseException:
         storage.close()
         raise
