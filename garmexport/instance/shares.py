@@ -19,11 +19,6 @@ from collections.abc import Iterable
 
 from garmexport.settings.config import Config
 
-#: the variables a reader must not inherit from the operator: the supervisor sets them
-READER_KEYS = ("ACTORS_PARALLELISM", "ACTORS_CORES", "WRITER_MAX_BUFFERED_BYTES",
-               "WRITER_MAX_OPEN_FILES", "METRICS_HOST", "METRICS_PORT", "METRICS_PORT_FILE")
-
-
 def reader_name(index: int) -> str:
     """``r0``, ``r1``...: the ``reader`` field of its log lines, the suffix of its instance."""
     return f"r{index}"

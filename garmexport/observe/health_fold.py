@@ -18,11 +18,12 @@ from garmexport.observe.health import LIVE_PATH, READY_PATH, Status
 from garmexport.observe.reader_probe import Answer, ReaderProbe
 
 
-def reader_status(answer: Answer) -> Status:
+def reader_status(answer: Answer, starting: bool = False) -> Status:
     """One reader's answer as a :class:`Status` (a missing or unreadable body: the HTTP
-    status alone decides)."""
+    status alone decides). ``starting``: a reader not serving yet is ok (liveness within
+    the start-up grace)."""
     if answer.status is None:
-        return Status(False, (answer.error,))
+        return Status(starting and not answer.serving, (answer.error,))
     try:
         doc = json.loads(answer.body)
         reasons = tuple(str(r) for r in doc.get("reasons", ()))
@@ -46,17 +47,22 @@ def fold(statuses: Iterable[tuple[str, Status]]) -> Status:
 
 
 class ReadersHealth:
-    """A :class:`garmexport.observe.health.HealthSource` that folds the readers' answers."""
+    """A :class:`garmexport.observe.health.HealthSource` that folds the readers' answers.
 
-    def __init__(self, probe: ReaderProbe) -> None:
+    Until ``start_grace_s`` after ``started`` (monotonic seconds), a reader that has not
+    said where it serves yet counts as live (not as ready): a single process is live as
+    soon as it answers, and the instance's port answers before its readers do."""
+
+    def __init__(self, probe: ReaderProbe, started: float, start_grace_s: float) -> None:
         self._probe = probe
+        self._grace_until = started + start_grace_s
 
     def liveness(self, now: float) -> Status:
-        """``now`` is unused: each reader judges its own liveness by its own clock."""
-        return self._ask(LIVE_PATH)
+        """Each reader judges its own liveness by its own clock; ``now`` only ends the
+        start-up grace."""
+        starting = now <= self._grace_until
+        return fold((a.reader, reader_status(a, starting))
+                    for a in self._probe.get_all(LIVE_PATH))
 
     def readiness(self) -> Status:
-        return self._ask(READY_PATH)
-
-    def _ask(self, path: str) -> Status:
-        return fold((a.reader, reader_status(a)) for a in self._probe.get_all(path))
+        return fold((a.reader, reader_status(a)) for a in self._probe.get_all(READY_PATH))

@@ -29,6 +29,8 @@ class Answer:
     status: int | None
     body: bytes = b""
     error: str = ""
+    #: False while the reader has not said where it serves (it is starting, or failed to)
+    serving: bool = True
 
 
 class ReaderProbe:
@@ -45,7 +47,7 @@ class ReaderProbe:
     def get(self, reader: str, path: str) -> Answer:
         port = read_port_file(self._port_files[reader])
         if port is None:
-            return Answer(reader, None, error="not serving yet")
+            return Answer(reader, None, error="not serving yet", serving=False)
         url = f"http://127.0.0.1:{port}{path}"
         try:
             with urllib.request.urlopen(url, timeout=self._timeout_s) as answer:
