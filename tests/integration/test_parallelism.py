@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,32 +22,19 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from garmexport.instance.shares import share
+from garmexport.process.usable_cpus import usable_cpus
 from tests.integration.harness import (
     Exporter, assert_exact, committed_upto, exporter_env, foreign_visible_files, produce,
-    topic_ends, wait_caught_up,
+    produce_in_background, topic_ends, wait_caught_up,
 )
+from tests.processes import wait_gone
 
 
 def reader_pids(run: Exporter, count: int = 2) -> dict[str, int]:
     """Reader name -> pid, from the supervisor's ``reader_started`` lines."""
     run.wait_event("reader_started", timeout_s=30, count=count)
     return {doc["child"]: int(doc["pid"]) for doc in run.events("reader_started")}
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, dead but not reaped, counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def wait_gone(pids: list[int], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while any(pid_alive(p) for p in pids):
-        assert time.monotonic() < deadline, [p for p in pids if pid_alive(p)]
-        time.sleep(0.1)
 
 
 def wait_status(run: Exporter, path: str, status: int, timeout_s: float = 60.0) -> bytes:
@@ -133,9 +119,9 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         lines = run.events()
         assert lines and {d.get("reader") for d in lines} == {"supervisor", "r0", "r1"}
         assert {d["reader"] for d in lines if d["event"] == "assigned"} == {"r0", "r1"}
-        # shares: the instance's 128 MiB budget and its writer threads split in two
-        budgets = [d for d in run.events("writer_threads")]
-        assert sorted(d["reader"] for d in budgets) == ["r0", "r1"]
+        # shares: the instance's writer threads (the usable CPUs) split between the readers
+        threads = {d["reader"]: d["threads"] for d in run.events("writer_threads")}
+        assert threads == {"r0": share(usable_cpus(), 2, 0), "r1": share(usable_cpus(), 2, 1)}
         assert foreign_visible_files(root) == []
         assert_exact(env, ends)
     except BaseException:
@@ -214,13 +200,6 @@ def test_three_instances_of_two_readers_stay_exact_across_reader_supervisor_and_
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
                        WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1,
                        SOURCE_GROUP_ID=f"g-{topic}", KAFKA_SESSION_TIMEOUT_MS=2000)
-    produced: dict = {}
-
-    def feed() -> None:
-        produced.update(produce(broker.bootstrap, topic, RECORDS, partitions=8, seed=31,
-                                days=3, late_share=0.1, bad_share=0.002, rate=RATE))
-
-    producer = threading.Thread(target=feed, daemon=True)
     runs: dict[str, Exporter] = {}
 
     def start(name: str) -> Exporter:
@@ -228,7 +207,9 @@ def test_three_instances_of_two_readers_stay_exact_across_reader_supervisor_and_
         return runs[name]
 
     try:
-        producer.start()
+        producer, produced = produce_in_background(
+            broker.bootstrap, topic, RECORDS, partitions=8, seed=31, days=3, late_share=0.1,
+            bad_share=0.002, rate=RATE)
         a, b, c = start("a"), start("b"), start("c")
         for run in (a, b, c):
             run.wait_event("assigned", timeout_s=90, where=lambda d: d["partitions"])

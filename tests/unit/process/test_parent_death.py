@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from garmexport.process.parent_death import ORPHAN_EXIT
+from tests.processes import pid_alive, wait_gone
 
 CHILD = textwrap.dedent("""
     import os, sys, time
@@ -27,14 +28,6 @@ PARENT = textwrap.dedent("""
 """)
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def test_the_child_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
     out = tmp_path / "child.pid"
     with open(out, "w") as sink:
@@ -45,13 +38,10 @@ def test_the_child_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
             assert time.monotonic() < deadline and parent.poll() is None
             time.sleep(0.05)
         child = int(out.read_text())
-        assert alive(child)
+        assert pid_alive(child)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while alive(child):
-            assert time.monotonic() < deadline, "the child outlived its parent"
-            time.sleep(0.05)
+        wait_gone([child], timeout_s=10)  # the child does not outlive its parent
     finally:
         if parent.poll() is None:
             parent.kill()
