@@ -129,13 +129,15 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
         while handled < len(signals):
             signum = signals[handled]
             handled += 1
-            _send(readers, signum)
             if handled > 1:
+                _send(readers, signum)  # the readers' second: they exit at once too
                 log_event(log, "instance_stopped", level=logging.WARNING,
                           code=EXIT_ON_SECOND[signum], reason="second signal")
                 return EXIT_ON_SECOND[signum]
-            reason = reason or signal.Signals(signum).name
-            stop_by = stop_by or time.monotonic() + stop_within_s
+            if stop_by is None:  # else the readers are stopping already: ask them once
+                _send(readers, signum)
+                reason = signal.Signals(signum).name
+                stop_by = time.monotonic() + stop_within_s
         for reader in readers:
             if reader.status is None and reader.process.poll() is not None:
                 reader.status = exit_status(reader.process.returncode)
