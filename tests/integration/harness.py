@@ -45,6 +45,11 @@ def exporter_env(bootstrap: str, topic: str, root: str, **overrides: object) -> 
     """Environment of an exporter (or verify) process; ``overrides`` as ``SECTION_KEY=v``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     settings = {
+        # One reader per process unless a test asks for more (test_parallelism.py): tansu
+        # keeps a member that leaves while the group rebalances, and the two readers of a
+        # stopping instance leave together; the next members of that group (the session's
+        # default one, "garmexport") then wait minutes for it (DESIGN.md 9.8). Kafka removes it.
+        "ACTORS_PARALLELISM": 1,
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SOURCE_TOPIC": topic, "OUTPUT_ROOT": root,
         "METRICS_PORT": 0, "METRICS_HOST": "127.0.0.1", "WRITER_MAX_FILE_AGE_S": 2,
         "PROTOCOL_HEARTBEAT_INTERVAL_S": 2, "KAFKA_SESSION_TIMEOUT_MS": 3000,

@@ -41,9 +41,7 @@ def test_every_record_once_when_killed_with_work_in_lanes_workers_and_encodes(
             late_share=0.1, bad_share=0.005)
     ends = topic_ends(broker.bootstrap, topic)
     root = tmp_path / "out"
-    # one process with the three threads: the crash places count per process, and with
-    # several readers actors.cores would be shared out among them
-    env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_CORES=3, ACTORS_PARALLELISM=1,
+    env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_CORES=3,
                        WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1,
                        # small batches and files: many messages in the lanes, many encodes
                        WRITER_BATCH_MAX_RECORDS=2000, WRITER_DECODE_BATCH_RECORDS=300,

@@ -8,6 +8,9 @@ each line names its reader, signals forwarded with today's exit codes, a reader 
 taking the instance down with its status, and readers that never outlive their
 supervisor. Exactly once holds with three instances of two readers in one group while
 one reader, one supervisor alone and one whole instance are SIGKILLed.
+
+Each test has a consumer group of its own: the readers of a stopping instance leave the
+group together, and tansu may keep one of them (harness.exporter_env, DESIGN.md 9.8).
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
     ends = topic_ends(broker.bootstrap, topic)
     root = tmp_path / "out"
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
-                       WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1)
+                       SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=1,
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1)
     run = Exporter(env, tmp_path, "par")
     try:
         pids = reader_pids(run)
@@ -137,7 +141,7 @@ def test_a_second_signal_stops_the_instance_at_once_with_its_code(
     topic = broker.new_topic(partitions=2)
     produce(broker.bootstrap, topic, 5_000, partitions=2, seed=3, days=1)
     env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
-                       WRITER_MAX_FILE_AGE_S=60)
+                       SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=60)
     run = Exporter(env, tmp_path, f"twice-{code}")
     try:
         pids = reader_pids(run)
@@ -158,7 +162,8 @@ def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
         broker, tmp_path: Path) -> None:
     topic = broker.new_topic(partitions=2)
     produce(broker.bootstrap, topic, 5_000, partitions=2, seed=4, days=1)
-    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2)
+    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
+                       SOURCE_GROUP_ID=f"g-{topic}")
     run = Exporter(env, tmp_path, "reader-dies")
     try:
         pids = reader_pids(run)
@@ -178,7 +183,8 @@ def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
 
 def test_readers_never_outlive_their_supervisor(broker, tmp_path: Path) -> None:
     topic = broker.new_topic(partitions=2)
-    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2)
+    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
+                       SOURCE_GROUP_ID=f"g-{topic}")
     run = Exporter(env, tmp_path, "orphans")
     try:
         pids = reader_pids(run)
