@@ -3,7 +3,8 @@
 Pure rules, no I/O. A reader is today's exporter, started by the supervisor with a few
 settings overridden through ``GARMEXPORT_*`` variables (the last layer of the
 configuration, so they win over the file): its share of the instance's memory budget
-(``writer.max_buffered_bytes``, ``writer.max_open_files``) and of its writer threads
+(``writer.max_buffered_bytes``, ``writer.max_open_files``, and librdkafka's pre-fetch
+``kafka.queued.max.messages.kbytes``) and of its writer threads
 (``actors.cores``), ``actors.parallelism`` 1 (a reader never starts readers), and a
 private metrics server on a free loopback port that it writes to a file for the
 supervisor to find.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from garmexport.settings.config import Config
+from garmexport.settings.config import DEFAULT_KAFKA, Config
+
+PREFETCH_KEY = "queued.max.messages.kbytes"
 
 def reader_name(index: int) -> str:
     """``r0``, ``r1``...: the ``reader`` field of its log lines, the suffix of its instance."""
@@ -35,7 +38,10 @@ def reader_settings(config: Config, readers: int, index: int, port_file: str) ->
     """The ``GARMEXPORT_*`` variables (without the prefix) that make reader ``index`` of
     ``readers``; ``port_file`` is where it writes its private port."""
     w = config.writer
+    prefetch_kb = int(config.kafka.get(PREFETCH_KEY, DEFAULT_KAFKA[PREFETCH_KEY]))  # type: ignore[call-overload]
     return {
+        # librdkafka's pre-fetch is per consumer, outside the writers' budget: shared too
+        "KAFKA_QUEUED_MAX_MESSAGES_KBYTES": str(share(prefetch_kb, readers, index)),
         "ACTORS_PARALLELISM": "1",
         "ACTORS_CORES": str(share(config.actors.writer_threads(), readers, index)),
         "WRITER_MAX_BUFFERED_BYTES": str(share(w.max_buffered_bytes, readers, index)),
