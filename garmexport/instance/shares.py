@@ -38,7 +38,7 @@ def reader_settings(config: Config, readers: int, index: int, port_file: str) ->
     """The ``GARMEXPORT_*`` variables (without the prefix) that make reader ``index`` of
     ``readers``; ``port_file`` is where it writes its private port."""
     w = config.writer
-    prefetch_kb = int(config.kafka.get(PREFETCH_KEY, DEFAULT_KAFKA[PREFETCH_KEY]))  # type: ignore[call-overload]
+    prefetch_kb = int(str(config.kafka.get(PREFETCH_KEY, DEFAULT_KAFKA[PREFETCH_KEY])))
     return {
         # librdkafka's pre-fetch is per consumer, outside the writers' budget: shared too
         "KAFKA_QUEUED_MAX_MESSAGES_KBYTES": str(share(prefetch_kb, readers, index)),
