@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from garmexport.tools.broker_scan import scan
@@ -156,6 +156,22 @@ class Exporter:
         if self.process.poll() is None:
             self.kill()
         self._log.close()
+
+
+@contextlib.contextmanager
+def exporter_runs() -> Iterator[list[Exporter]]:
+    """A list to append the test's exporters to: on a failure the end of each one's log is
+    printed; at the end every one still running is killed and its log closed."""
+    runs: list[Exporter] = []
+    try:
+        yield runs
+    except BaseException:
+        for run in runs:
+            print(run.tail(25))
+        raise
+    finally:
+        for run in runs:
+            run.close()
 
 
 def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed: int = 1,
