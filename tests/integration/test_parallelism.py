@@ -28,8 +28,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from garmexport.instance.shares import share
 from garmexport.process.usable_cpus import usable_cpus
 from tests.integration.harness import (
-    Exporter, assert_exact, committed_upto, exporter_env, foreign_visible_files, produce,
-    produce_in_background, topic_ends, wait_caught_up,
+    Exporter, assert_exact, committed_upto, exporter_env, exporter_runs, foreign_visible_files,
+    produce, produce_in_background, topic_ends, wait_caught_up,
 )
 from tests.processes import wait_gone
 
@@ -38,6 +38,19 @@ def reader_pids(run: Exporter, count: int = 2) -> dict[str, int]:
     """Reader name -> pid, from the supervisor's ``reader_started`` lines."""
     run.wait_event("reader_started", timeout_s=30, count=count)
     return {doc["child"]: int(doc["pid"]) for doc in run.events("reader_started")}
+
+
+def two_reader_instance(broker, tmp_path: Path, runs: list[Exporter], name: str,
+                        records: int, **overrides: object) -> Exporter:
+    """An instance of two readers, in a group of its own, over a fresh 2-partition topic
+    holding ``records`` generated records; appended to ``runs``."""
+    topic = broker.new_topic(partitions=2)
+    if records:
+        produce(broker.bootstrap, topic, records, partitions=2, seed=3, days=1)
+    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
+                       SOURCE_GROUP_ID=f"g-{topic}", **overrides)
+    runs.append(Exporter(env, tmp_path, name))
+    return runs[-1]
 
 
 def wait_status(run: Exporter, path: str, status: int, timeout_s: float = 60.0) -> bytes:
@@ -69,8 +82,9 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
                        SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=1,
                        PROTOCOL_HEARTBEAT_INTERVAL_S=1)
-    run = Exporter(env, tmp_path, "par")
-    try:
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "par")
+        runs.append(run)
         pids = reader_pids(run)
         assert sorted(pids) == ["r0", "r1"] and run.pid not in pids.values()
         assert run.http_get("/health/live")[0] == 200  # every reader serves once announced
@@ -128,22 +142,14 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         assert threads == {"r0": share(usable_cpus(), 2, 0), "r1": share(usable_cpus(), 2, 1)}
         assert foreign_visible_files(root) == []
         assert_exact(env, ends)
-    except BaseException:
-        print(run.tail(60))
-        raise
-    finally:
-        run.close()
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_second_signal_stops_the_instance_at_once_with_its_code(
         broker, tmp_path: Path, signum: int, code: int) -> None:
-    topic = broker.new_topic(partitions=2)
-    produce(broker.bootstrap, topic, 5_000, partitions=2, seed=3, days=1)
-    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
-                       SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=60)
-    run = Exporter(env, tmp_path, f"twice-{code}")
-    try:
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, f"twice-{code}", 5_000,
+                                  WRITER_MAX_FILE_AGE_S=60)
         pids = reader_pids(run)
         run.wait_event("assigned", timeout_s=60, count=2)
         run.process.send_signal(signum)
@@ -151,21 +157,12 @@ def test_a_second_signal_stops_the_instance_at_once_with_its_code(
         run.process.send_signal(signum)
         assert run.process.wait(timeout=30) == code, run.tail()
         wait_gone(list(pids.values()))
-    except BaseException:
-        print(run.tail(40))
-        raise
-    finally:
-        run.close()
 
 
 def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
         broker, tmp_path: Path) -> None:
-    topic = broker.new_topic(partitions=2)
-    produce(broker.bootstrap, topic, 5_000, partitions=2, seed=4, days=1)
-    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
-                       SOURCE_GROUP_ID=f"g-{topic}")
-    run = Exporter(env, tmp_path, "reader-dies")
-    try:
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, "reader-dies", 5_000)
         pids = reader_pids(run)
         run.wait_event("assigned", timeout_s=60, count=2)
         os.kill(pids["r0"], signal.SIGKILL)
@@ -174,25 +171,15 @@ def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
         exited = {d["child"]: d["code"] for d in run.events("reader_exited")}
         assert exited == {"r0": 137, "r1": 0}, run.tail()  # r1 was stopped cleanly
         assert run.wait_event("instance_stopped", timeout_s=5)["reason"] == "r0 exited 137"
-    except BaseException:
-        print(run.tail(40))
-        raise
-    finally:
-        run.close()
 
 
 def test_readers_never_outlive_their_supervisor(broker, tmp_path: Path) -> None:
-    topic = broker.new_topic(partitions=2)
-    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
-                       SOURCE_GROUP_ID=f"g-{topic}")
-    run = Exporter(env, tmp_path, "orphans")
-    try:
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, "orphans", 0)
         pids = reader_pids(run)
         run.wait_event("metrics_serving", timeout_s=60)
         assert run.kill() == -9
         wait_gone(list(pids.values()), timeout_s=10)
-    finally:
-        run.close()
 
 
 RECORDS = 120_000
@@ -206,13 +193,11 @@ def test_three_instances_of_two_readers_stay_exact_across_reader_supervisor_and_
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
                        WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1,
                        SOURCE_GROUP_ID=f"g-{topic}", KAFKA_SESSION_TIMEOUT_MS=2000)
-    runs: dict[str, Exporter] = {}
+    with exporter_runs() as runs:
+        def start(name: str) -> Exporter:
+            runs.append(Exporter(env, tmp_path, name))
+            return runs[-1]
 
-    def start(name: str) -> Exporter:
-        runs[name] = Exporter(env, tmp_path, name)
-        return runs[name]
-
-    try:
         producer, produced = produce_in_background(
             broker.bootstrap, topic, RECORDS, partitions=8, seed=31, days=3, late_share=0.1,
             bad_share=0.002, rate=RATE)
@@ -267,10 +252,3 @@ def test_three_instances_of_two_readers_stay_exact_across_reader_supervisor_and_
                 leftover = root / "_tmp" / f"{run.instance}-{name}"
                 assert not leftover.exists() or not any(leftover.iterdir()), leftover
         assert_exact(env, ends)
-    except BaseException:
-        for run in runs.values():
-            print(run.tail(30))
-        raise
-    finally:
-        for run in runs.values():
-            run.close()
