@@ -10,12 +10,15 @@ follow an event from Kafka to a published file:
    (``naming``), restart (``resume``), the low watermark (``ledger``), markers
    (``marker_keeper``), open files and when to flush them (``open_files``, ``flush``),
    back-off (``backoff``), the commit steps (``commit_steps``).
-3. ``config``, ``errors``, ``logs``, ``metrics``, ``health`` and the Kafka client's log
-   relay (``kafka_signals``): what every layer above may use.
+3. What every layer above may use, in layers of their own: ``errors`` (the exception tree)
+   and ``process`` (stop signals, usable CPUs); ``settings`` (the typed configuration and
+   its loading); ``observe`` (logs, metrics, lag in seconds, health); ``kafka`` (the Kafka
+   client's log relay and broker state).
 4. ``storage``: the stores behind one interface; the one stage/publish sequence.
 5. ``hive``: the Hive table definitions, the metastore client, partition registration.
 6. ``pipeline``: the exporter as plain classes: ``router``, ``reader``, ``origin_writer``,
-   ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``.
+   ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``,
+   ``writer_lanes`` (the threads that run the writers' work).
    ``compaction`` stands beside it: the PySpark job over closed days.
 7. ``actors``: the thespian shells and the composition root (``exporter_parts``);
    ``tools``: verify, offsets, the generator, the embedded broker.

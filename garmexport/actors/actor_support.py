@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.pipeline.messages import Failure
 from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage

@@ -11,13 +11,13 @@ import logging
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     ExportStopped, Failure, ReaderStopped, StartExport, StartReader, StopExport, StopReader,
 )
 from garmexport.actors.reader_actor import ReaderActor
 
-log = logging.getLogger("garmexport.exporter")
+log = logging.getLogger(__name__)
 
 
 class ExporterActor(ActorTypeDispatcher):

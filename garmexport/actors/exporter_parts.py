@@ -1,13 +1,13 @@
 """The exporter process's composition root: every long-lived part, built once, here.
 
-:func:`wire` builds, in this order: the metrics on a fresh registry, health and its HTTP
+:func:`assemble` builds, in this order: the metrics on a fresh registry, health and its HTTP
 server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
 dead processes), the back-off that every writer of that store shares, the pool of threads
 that runs the writers' work (``actors.cores``), the Hive partition registrar (when a
 metastore is configured), the :class:`~garmexport.pipeline.reader.Reader` that tells it what
 was published, and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
-:func:`wire` when it starts and then only moves messages between the parts; writers get the
+:func:`assemble` when it starts and then only moves messages between the parts; writers get the
 store, the back-off and the pool in their ``StartWriter``.
 """
 
@@ -21,19 +21,19 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.actors.actor_support import storage_for
-from garmexport.actors.writer_lanes import SharedBackoff, WriterPool
-from garmexport.config import Config
-from garmexport.health import Health, HealthServer, serve
+from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
+from garmexport.settings.config import Config
+from garmexport.observe.health import Health, HealthServer, serve
 from garmexport.hive.register import Registrar, start_registrar
 from garmexport.pipeline.kafka_source import KafkaSource
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import WriterMessage
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.reader import KafkaPort, Reader
 from garmexport.storage.base import Storage
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 #: temp files older than this belong to dead processes: a live one publishes a staged file
 #: within milliseconds of writing it
 TEMP_GC_AGE_S = 3600.0
@@ -55,7 +55,7 @@ class ExporterParts:
     registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
 
 
-def wire(
+def assemble(
     config: Config,
     instance: str,
     send: Callable[[str, int, WriterMessage], None],

@@ -4,9 +4,9 @@ A thin shell around :class:`garmexport.pipeline.reader.Reader`. Polls run from `
 (thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
 a second timer drives age flushes, markers, heartbeats, metrics and liveness. Its parts
 (metrics, health server, store, back-off, writer pool, Reader, Kafka source) are built in
-one place, :func:`garmexport.actors.exporter_parts.wire`, when it starts.
+one place, :func:`garmexport.actors.exporter_parts.assemble`, when it starts.
 
-Writers run their messages on the pool's threads (:mod:`garmexport.actors.writer_lanes`),
+Writers run their messages on the pool's threads (:mod:`garmexport.pipeline.writer_lanes`),
 and their reports come back through the pool: the reader takes them before every poll and
 every tick, on its own thread, so the Reader's state is only ever touched here. While the
 lanes hold more than an eighth of ``writer.max_buffered_bytes`` of batches, the reader
@@ -21,18 +21,18 @@ from datetime import timedelta
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
-from garmexport import stop_signal
+from garmexport.process import stop_signal
 from garmexport.actors.actor_support import escalating
-from garmexport.actors.exporter_parts import wire
+from garmexport.actors.exporter_parts import assemble
 from garmexport.pipeline.kafka_source import KafkaSource
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
 from garmexport.actors.writer_actor import WriterActor
-from garmexport.actors.writer_lanes import WriterPool
+from garmexport.pipeline.writer_lanes import WriterPool
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
 SHORT_POLL_S = 0.05
@@ -57,7 +57,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.exporter, self.cfg, self.instance = msg.exporter, msg.config, msg.instance
         self.writers: dict[tuple[str, int], object] = {}
         source = msg.source if isinstance(msg.source, KafkaSource) else None
-        parts = wire(self.cfg, self.instance, self._to_writer, _Port(self), self._assigned, source)
+        parts = assemble(self.cfg, self.instance, self._to_writer, _Port(self), self._assigned, source)
         self.registry, self.metrics, self.health = parts.registry, parts.metrics, parts.health
         self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
         self.pool = parts.pool

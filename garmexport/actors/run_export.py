@@ -17,13 +17,13 @@ from datetime import timedelta
 
 from thespian.actors import ActorSystem
 
-from garmexport import stop_signal
-from garmexport.config import Config
+from garmexport.process import stop_signal
+from garmexport.settings.config import Config
 from garmexport.actors.exporter_actor import ExporterActor
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
 
-log = logging.getLogger("garmexport.run")
+log = logging.getLogger(__name__)
 
 
 #: CPython's default collector thresholds are (700, 10, 10). The export loop allocates
@@ -62,7 +62,7 @@ def new_instance_id() -> str:
 
 
 def actor_system() -> ActorSystem:
-    """A fresh in-process actor system; logging stays as :mod:`garmexport.logs` set it."""
+    """A fresh in-process actor system; logging stays as :mod:`garmexport.observe.logs` set it."""
     return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from garmexport.config import Config
-from garmexport.config_load import describe
+from garmexport.settings.config import Config
+from garmexport.settings.load import describe
 
 
 def main(args: argparse.Namespace, config: Config) -> int:

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import garmexport
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.tools.hive_local import JavaService, beeline, start_metastore, start_thrift_server
 
 

@@ -7,7 +7,7 @@ thespian). A subcommand module provides::
     def add_arguments(parser: argparse.ArgumentParser) -> None   # optional
     def main(args: argparse.Namespace, config: Config) -> int     # the exit status
 
-This module parses the arguments, builds the one :class:`~garmexport.config.Config`
+This module parses the arguments, builds the one :class:`~garmexport.settings.config.Config`
 (``--config FILE``, else ``$GARMEXPORT_CONFIG``, else the built-in defaults; then
 ``GARMEXPORT_*`` variables), sets up logging, and maps errors to exit codes:
 
@@ -30,9 +30,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from garmexport import __version__, extras, logs
-from garmexport.config_load import load_config
-from garmexport.config_load import CONFIG_PATH_ENV
+from garmexport import __version__
+from garmexport.observe import logs
+from garmexport.settings import extras
+from garmexport.settings.load import load_config
+from garmexport.settings.load import CONFIG_PATH_ENV
 from garmexport.errors import ConfigError, GarmexportError
 
 #: name -> (one-line help, description shown by ``garmexport <name> --help``)

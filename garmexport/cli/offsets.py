@@ -37,9 +37,9 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.errors import BrokerError, ConfigError
-from garmexport.kafka_signals import client_log_settings
+from garmexport.kafka.signals import client_log_settings
 
 _RECENT_MARKER_MS = 60_000
 

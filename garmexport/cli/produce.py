@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from garmexport import logs
-from garmexport.config import Config
+from garmexport.observe import logs
+from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 from garmexport.tools.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
-from garmexport.kafka_signals import client_log_settings
+from garmexport.kafka.signals import client_log_settings
 
 PRODUCER_SETTINGS: Mapping[str, object] = {
     "linger.ms": 20,

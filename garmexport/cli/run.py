@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,8 +12,8 @@ import json
 import time
 from collections.abc import Callable
 
-from garmexport import logs
-from garmexport.config import Config
+from garmexport.observe import logs
+from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 
 _SHOWN = 10  # duplicate groups and gaps printed per partition (--json lists more)

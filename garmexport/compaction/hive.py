@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from garmexport.hive.tables import PARTITION_COLUMN, new_columns
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.protocol.naming import QUARANTINE_DIR, epoch_day
 
 log = logging.getLogger(__name__)

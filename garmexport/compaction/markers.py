@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from garmexport.compaction.closed import PartitionProgress
 from garmexport.compaction.fs import FileOps
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.protocol.naming import OFFSETS_DIR, MarkerName
 from garmexport.protocol.resume import Marker, merge_low
 

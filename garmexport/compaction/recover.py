@@ -15,7 +15,7 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPACTION_DIR, day_dir, journal_path, parse_journal
 from garmexport.compaction.swap import Journal, apply, crash_point, roll_forward
 from garmexport.errors import ProtocolViolation
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.protocol.naming import parse_day_dir
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Compaction's outcome for Prometheus: pushed to a Pushgateway, written to a textfile.
 
 A batch job cannot be scraped. When a run ends, succeeded or not, :func:`reported`
-builds a fresh registry (:class:`~garmexport.metrics.CompactionMetrics`, names in
+builds a fresh registry (:class:`~garmexport.observe.metrics.CompactionMetrics`, names in
 ``config/METRICS.md``) and hands it to the targets ``[compaction]`` names:
 
 - ``pushgateway_url``: pushed under job ``garmexport_compaction`` with the grouping key
@@ -27,9 +27,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, push_to_gateway, pushadd_to_gateway, write_to_textfile
 from prometheus_client.parser import text_string_to_metric_families
 
-from garmexport.config import CompactionConfig
-from garmexport.logs import log_event
-from garmexport.metrics import CompactionMetrics
+from garmexport.settings.config import CompactionConfig
+from garmexport.observe.logs import log_event
+from garmexport.observe.metrics import CompactionMetrics
 
 log = logging.getLogger(__name__)
 JOB = "garmexport_compaction"

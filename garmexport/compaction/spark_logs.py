@@ -27,7 +27,7 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 
 LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
 CONFIG_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -36,7 +36,7 @@ _PY_LEVELS = {"OFF": logging.CRITICAL + 10, "FATAL": logging.CRITICAL, "ERROR": 
               "WARN": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG,
               "TRACE": logging.DEBUG}
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-log = logging.getLogger("garmexport.spark")
+log = logging.getLogger(__name__)
 
 
 def session_conf(conf: Mapping[str, str], level: str) -> dict[str, str]:

@@ -32,13 +32,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from garmexport.config import Config, HiveConfig
+from garmexport.settings.config import Config, HiveConfig
 from garmexport.errors import MetastoreError, TableMissing
 from garmexport.protocol.backoff import Backoff
 from garmexport.hive.tables import (TableNaming, columns_of, dataset_schema, new_columns,
                                     partition_location, table_location)
-from garmexport.logs import log_event
-from garmexport.metrics import Metrics
+from garmexport.observe.logs import log_event
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.naming import QUARANTINE, QUARANTINE_DIR
 from garmexport.storage.hadoop_uri import spark_root
 

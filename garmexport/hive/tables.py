@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from garmexport.config import HiveConfig
+from garmexport.settings.config import HiveConfig
 from garmexport.protocol.naming import QUARANTINE_DIR
 
 PARTITION_COLUMN = "day"

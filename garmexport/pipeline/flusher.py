@@ -20,13 +20,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from garmexport.config import WriterConfig
-from garmexport.logs import log_event
+from garmexport.settings.config import WriterConfig
+from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import Batch, FlushOpen, ResetWriter, WriterMessage
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.protocol.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 
 
 class Flusher:

@@ -21,9 +21,9 @@ from itertools import groupby
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Message, TopicPartition
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
-from garmexport.kafka_signals import KafkaSignals
+from garmexport.kafka.signals import KafkaSignals
 
 _error, _partition = Message.error, Message.partition
 

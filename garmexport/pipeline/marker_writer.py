@@ -16,19 +16,19 @@ import logging
 from collections.abc import Callable, Mapping
 
 from garmexport.protocol.commit_steps import INTENT_GC, MARKER, MARKER_GC
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.pipeline.crash_points import crash_point
 from garmexport.protocol.backoff import Backoff
 from garmexport.errors import StorageError
 from garmexport.protocol.ledger import PartitionLedger
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.protocol.marker_keeper import MarkerKeeper
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.naming import MarkerName, partition_dir
 from garmexport.pipeline.publisher import write_marker
 from garmexport.storage.base import Storage
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 
 
 class MarkerWriter:

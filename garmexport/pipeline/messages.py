@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 
 
 # external caller <-> exporter (top actor)

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from garmexport.wire import columns
 from garmexport.pipeline import held_rows
 from garmexport.protocol.commit_steps import PUBLISH
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.pipeline.crash_points import ENCODED, crash_at, crash_point
 from garmexport.protocol.backoff import Backoff
 from garmexport.errors import PublishConflict, StorageError

@@ -25,14 +25,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from garmexport.config import Config
-from garmexport.lag_time import PositionTimes, waiting
+from garmexport.settings.config import Config
+from garmexport.observe.lag_time import PositionTimes, waiting
 from garmexport.protocol.ledger import PartitionLedger
-from garmexport.logs import log_event
+from garmexport.observe.logs import log_event
 from garmexport.protocol.marker_keeper import MarkerKeeper
 from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaPort", "Reader"]
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 _KIND_LABEL = {"d": "data", "q": "quarantine"}
 
 

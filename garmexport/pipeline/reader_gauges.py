@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.reader_state import Assigned
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from garmexport.lag_time import PositionTimes
+from garmexport.observe.lag_time import PositionTimes
 from garmexport.protocol.ledger import PartitionLedger
 from garmexport.protocol.marker_keeper import MarkerKeeper
 from garmexport.pipeline.router import OriginBatch

@@ -2,7 +2,7 @@
 
 ``Config.output`` holds every backend option under a prefixed key (``hdfs_*``, ``s3_*``);
 :func:`from_output` regroups them per backend, so the backends receive checked, typed
-values and no default is written twice (the defaults live in :mod:`garmexport.config`
+values and no default is written twice (the defaults live in :mod:`garmexport.settings.config`
 alone). An empty string in ``[output]`` means "not set" and becomes ``None`` here.
 
 ==========================  ========================================================
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from garmexport.config import OutputConfig, shown
+from garmexport.settings.config import OutputConfig, shown
 
 
 @dataclasses.dataclass(frozen=True)

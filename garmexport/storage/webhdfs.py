@@ -43,7 +43,7 @@ from typing import Any
 import requests
 from hdfs import Client, HdfsError, InsecureClient
 
-from garmexport import extras
+from garmexport.settings import extras
 from garmexport.errors import ConfigError, PublishConflict, StorageError
 from garmexport.storage import paths
 from garmexport.storage.base import Entry, Staged, Storage

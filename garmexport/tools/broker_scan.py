@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.errors import BrokerError
-from garmexport.kafka_signals import client_log_settings
+from garmexport.kafka.signals import client_log_settings
 
 #: How long the first metadata request may wait: a broker that is up answers in
 #: milliseconds, so a tool tells an operator within seconds that it cannot reach it.

@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from garmexport.config import Config  # noqa: E402
-from garmexport.config_load import load_config  # noqa: E402
+from garmexport.settings.config import Config  # noqa: E402
+from garmexport.settings.load import load_config  # noqa: E402
 from garmexport.pipeline.messages import Batch  # noqa: E402
 from garmexport.pipeline.origin_writer import OriginWriter  # noqa: E402
 from garmexport.pipeline.router import OriginBatch, Window, route  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from garmexport.tools.broker_scan import scan
 from garmexport.cli.produce import client_settings, produce as produce_records
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.tools.generator import Spec
 from garmexport.protocol.naming import FileName, parse_day_dir
 from garmexport.pipeline.recovery import read_partition_state

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.config import OutputConfig
+from garmexport.settings.config import OutputConfig
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage
 from garmexport.storage.options import from_output

@@ -16,7 +16,7 @@ import pytest
 
 from garmexport.compaction.job import Summary
 from garmexport.compaction.report import JOB, last_success_in, reported
-from garmexport.config import CompactionConfig
+from garmexport.settings.config import CompactionConfig
 from tests.pushgateway import Pushgateway, pushed
 
 ROOT = "hdfs://nn:8020/garmadon"

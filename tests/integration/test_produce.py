@@ -14,7 +14,7 @@ import pytest
 
 from garmexport.wire import frames
 from garmexport.cli.produce import client_settings, ensure_topic, produce
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import REGISTRY
 from garmexport.tools.generator import Spec, generate, parse_mix
 from tests.broker import consume_all

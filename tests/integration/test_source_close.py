@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.pipeline.kafka_source import KafkaSource
 from tests.integration.harness import produce
 

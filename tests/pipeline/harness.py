@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from garmexport.config import Config
+from garmexport.settings.config import Config
 from garmexport.wire.events import EXPORTED
 from garmexport.tools.generator import Spec, generate
 from garmexport.pipeline.messages import WriterMessage
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.reader import Reader

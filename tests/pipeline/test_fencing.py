@@ -12,7 +12,7 @@ import random
 
 import pyarrow.parquet as pq
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage

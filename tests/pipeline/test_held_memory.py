@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import os
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.storage.local import LocalStorage
 from tests.pipeline.harness import Owner, every_type_by_partition
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.protocol.naming import QUARANTINE_DIR, FileName, parse_day_dir
 from garmexport.storage.local import LocalStorage
 from tests.pipeline.harness import Owner, every_type_by_partition

@@ -7,7 +7,7 @@ out. A trickle of records never counts as a burst, so it keeps to the age limit.
 
 from __future__ import annotations
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage

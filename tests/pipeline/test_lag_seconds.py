@@ -7,7 +7,7 @@ count as waiting; a caught-up partition lags 0 however old its newest record.
 
 from __future__ import annotations
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.protocol.naming import MarkerName, partition_dir
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.local import LocalStorage

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.tools.generator import Spec, generate
 from garmexport.storage.local import LocalStorage
 from garmexport.tools.verify import read_output

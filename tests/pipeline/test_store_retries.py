@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 from garmexport.storage.local import LocalStorage
 from garmexport.tools.verify import read_output
 from tests.disk_faults import frozen

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.pipeline.messages import Batch
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.protocol.naming import DATA, QUARANTINE, FileName, day_name

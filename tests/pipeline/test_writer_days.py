@@ -11,7 +11,7 @@ import random
 
 import pyarrow.parquet as pq
 
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.wire.events import REGISTRY, HEADER
 from garmexport.wire.frames import encode
 from garmexport.pipeline.messages import Batch

@@ -22,7 +22,7 @@ from tests.spark.exporter_like import markers_for, write_day
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
-# <ts> <LEVEL> <logger> <event> ...: garmexport's text line (garmexport/logs.py)
+# <ts> <LEVEL> <logger> <event> ...: garmexport's text line (garmexport/observe/logs.py)
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
                        r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+ \S+")
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 from garmexport.errors import PublishConflict
-from garmexport.config import OutputConfig
+from garmexport.settings.config import OutputConfig
 from garmexport.storage.open import open_storage
 from garmexport.storage.options import from_output
 

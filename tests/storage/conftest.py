@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pytest
 
-from garmexport.config import OutputConfig
+from garmexport.settings.config import OutputConfig
 from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage
 from garmexport.storage.options import StorageOptions, from_output

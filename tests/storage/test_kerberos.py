@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.config import OutputConfig
+from garmexport.settings.config import OutputConfig
 from garmexport.errors import StorageError
 from garmexport.storage.kerberos import TicketKeeper
 from garmexport.storage.open import open_storage

@@ -82,7 +82,7 @@ def test_kerberos_without_requests_gssapi_is_a_config_error_naming_the_extra(
     res = subprocess.run(
         [sys.executable, "-c", block + "from garmexport.storage.open import open_storage\n"
          "from garmexport.storage.options import from_output\n"
-         "from garmexport.config import OutputConfig\n"
+         "from garmexport.settings.config import OutputConfig\n"
          "open_storage('webhdfs://nn/out', 'x', from_output(OutputConfig(hdfs_kerberos=True)))"],
         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert res.returncode == 1

@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from garmexport import logs
+from garmexport.observe import logs
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.protocol.naming import MS_PER_DAY, epoch_day

@@ -201,7 +201,7 @@ def test_command_line_options_win_over_the_config() -> None:
     import argparse
 
     from garmexport.cli.compact import add_arguments, options_from, spark_conf
-    from garmexport.config import Config
+    from garmexport.settings.config import Config
     from garmexport.errors import ConfigError
 
     parser = argparse.ArgumentParser()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport import logs
+from garmexport.observe import logs
 from garmexport.compaction import spark_logs
 
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry
 
-from garmexport.config import HiveConfig
+from garmexport.settings.config import HiveConfig
 from garmexport.errors import MetastoreError, TableMissing
 from garmexport.hive.register import Registrar, due_in, wanted
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 
 
 class MemoryMetastore:
@@ -198,7 +198,7 @@ def test_an_offer_that_finds_the_queue_full_is_offered_again_by_the_next_file() 
 def test_partitions_are_registered_at_the_root_compaction_uses() -> None:
     # A WebHDFS root is written over HTTP but read by Hive and Spark through Hadoop's RPC
     # client: the registered locations must be the hdfs:// URI that compaction uses too.
-    from garmexport.config_load import load_config
+    from garmexport.settings.load import load_config
     from garmexport.hive.register import start_registrar
 
     config = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": "webhdfs://nn:9870/garmadon",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from garmexport.config import HiveConfig
+from garmexport.settings.config import HiveConfig
 from garmexport.wire.events import EXPORTED
 from garmexport.hive.tables import (TableNaming, columns_of, dataset_schema, hive_type,
                                     new_columns, partition_location)

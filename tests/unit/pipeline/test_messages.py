@@ -6,7 +6,7 @@ import dataclasses
 import pickle
 
 from garmexport.pipeline import messages
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 
 
 def test_every_message_type_survives_pickling_with_its_fields():

@@ -1,4 +1,4 @@
-"""The dashboard and the alert rules speak only the vocabulary garmexport.metrics defines."""
+"""The dashboard and the alert rules speak only the vocabulary garmexport.observe.metrics defines."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from garmexport.metrics import CompactionMetrics, Metrics
+from garmexport.observe.metrics import CompactionMetrics, Metrics
 from tests.system_tools import REQUIRED
 
 CONFIG = Path(__file__).resolve().parents[3] / "config"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from garmexport import __version__
-from garmexport.config import MetricsConfig
+from garmexport.settings.config import MetricsConfig
 
 REPO = Path(__file__).resolve().parents[3]
 

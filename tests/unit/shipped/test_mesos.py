@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.config_load import load_config
-from garmexport.health import LIVE_PATH, READY_PATH
+from garmexport.settings.load import load_config
+from garmexport.observe.health import LIVE_PATH, READY_PATH
 
 MESOS = Path(__file__).resolve().parents[3] / "mesos"
 APP_KEYS = {"id", "cmd", "instances", "cpus", "mem", "env", "portDefinitions", "healthChecks",

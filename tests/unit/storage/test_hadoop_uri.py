@@ -8,7 +8,7 @@ import pytest
 
 from garmexport.cli.compact import add_arguments, options_from
 from garmexport.storage.hadoop_uri import spark_root
-from garmexport.config_load import load_config
+from garmexport.settings.load import load_config
 from garmexport.errors import ConfigError
 
 SHIPPED = "webhdfs://namenode.example.com:9870/data/garmadon"

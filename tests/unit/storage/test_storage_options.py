@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from garmexport.actors.actor_support import storage_for
-from garmexport.config import OutputConfig
-from garmexport.config_load import load_config
+from garmexport.settings.config import OutputConfig
+from garmexport.settings.load import load_config
 from garmexport.errors import ConfigError
 from garmexport.storage.options import (KerberosOptions, S3Options, WebHdfsOptions, defaults,
                                         from_output)

@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from garmexport.lag_time import MAX_SAMPLES, PositionTimes, lag_seconds, waiting
-from garmexport.metrics import Metrics
+from garmexport.observe.lag_time import MAX_SAMPLES, PositionTimes, lag_seconds, waiting
+from garmexport.observe.metrics import Metrics
 from garmexport.protocol.resume import Marker
 
 

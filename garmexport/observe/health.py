@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 
 LIVE_PATH = "/health/live"
 READY_PATH = "/health/ready"

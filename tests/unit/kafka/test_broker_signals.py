@@ -15,10 +15,10 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaError
 
-from garmexport.broker_link import BrokerLink, Change
-from garmexport.kafka_signals import REPEAT_WINDOW_S, KafkaSignals
-from garmexport.logs import configure
-from garmexport.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.kafka.broker_link import BrokerLink, Change
+from garmexport.kafka.signals import REPEAT_WINDOW_S, KafkaSignals
+from garmexport.observe.logs import configure
+from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
 FAIL = ("127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused "
         "(after {}ms in state CONNECT)")
@@ -118,7 +118,7 @@ def test_client_log_lines_become_rate_limited_events(json_lines: io.StringIO) ->
     relay_fail(signals, 7)
     first, second = docs(json_lines)
     assert first["event"] == "kafka_log" and first["level"] == "ERROR"
-    assert first["logger"] == "garmexport.kafka" and first["facility"] == "FAIL"
+    assert first["logger"] == "garmexport.kafka.signals" and first["facility"] == "FAIL"
     assert first["message"] == FAIL.format(0) and "suppressed" not in first
     assert second["suppressed"] == 19 and second["message"] == FAIL.format(7)
 

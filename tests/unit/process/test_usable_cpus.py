@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.usable_cpus import cgroup_cpus, parse_cpu_max, quota_cpus, usable_cpus
+from garmexport.process.usable_cpus import cgroup_cpus, parse_cpu_max, quota_cpus, usable_cpus
 
 
 @pytest.mark.parametrize("text, cpus", [

@@ -2,8 +2,8 @@
 
 librdkafka prints its own log lines to stderr unless the client is given a ``logger``; then
 it hands them to Python (served by the consumer's polls, in the polling thread). Here they
-go out through :func:`garmexport.logs.log_event` as ``kafka_log`` events of the
-``garmexport.kafka`` logger (so ``log.format = "json"`` covers them), with repeats of one
+go out through :func:`garmexport.observe.logs.log_event` as ``kafka_log`` events of the
+``garmexport.kafka.signals`` logger (so ``log.format = "json"`` covers them), with repeats of one
 message within ``REPEAT_WINDOW_S`` swallowed and counted (``suppressed=N`` on the next line
 of that message). The error and statistics callbacks feed :class:`BrokerLink`; its
 transitions become one ``broker_unreachable`` (WARNING, with the reason) and one
@@ -25,11 +25,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from garmexport.broker_link import BrokerLink, Change
-from garmexport.logs import log_event
-from garmexport.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.kafka.broker_link import BrokerLink, Change
+from garmexport.observe.logs import log_event
+from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
-log = logging.getLogger("garmexport.kafka")
+log = logging.getLogger(__name__)
 REPEAT_WINDOW_S = 60.0
 #: how often librdkafka reports its statistics (unless [kafka] says otherwise): the
 #: statistics tell when a broker connection is up again after ``_ALL_BROKERS_DOWN``; they

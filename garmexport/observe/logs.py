@@ -16,7 +16,7 @@ Invariants:
   warnings (``py.warnings``) and uncaught exceptions, in the main thread or another one
   (``uncaught_exception``, ERROR, with the traceback as ``exc``), so with
   ``log.format = "json"`` every line on stderr is JSON. (librdkafka's lines come through
-  :mod:`garmexport.kafka_signals`.)
+  :mod:`garmexport.kafka.signals`.)
 - DEBUG stays bounded: a field of a DEBUG line is cut to ``DEBUG_FIELD_MAX_CHARS``, and the
   actor library (logger ``Thespian``, which logs every actor message in full at DEBUG) has
   a level of its own, ``log.actor_level``, WARNING unless asked.
@@ -33,7 +33,7 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
-from garmexport.config import shown
+from garmexport.settings.config import shown
 
 FORMATS = ("text", "json")
 ACTOR_LOGGER = "Thespian"
@@ -44,7 +44,7 @@ _FIELDS = "garmexport_fields"
 
 def redact(fields: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``fields`` with secret-named values (at any depth of mappings) masked.
-    What counts as a secret is the configuration's rule (:func:`garmexport.config.is_secret`),
+    What counts as a secret is the configuration's rule (:func:`garmexport.settings.config.is_secret`),
     so logs and ``garmexport config`` never disagree."""
     return {key: shown(str(key), redact(value) if isinstance(value, Mapping) else value)
             for key, value in fields.items()}

@@ -3,7 +3,7 @@
 Layers, later wins: the defaults embedded here (the shipped ``config/garmexport.toml``
 repeats them with comments; a test keeps both equal), then one TOML file, then environment
 variables ``GARMEXPORT_<SECTION>_<KEY>`` (for Marathon). Parsing, checking and printing
-live in :mod:`garmexport.config_load` (``load_config``, ``describe``); this module only
+live in :mod:`garmexport.settings.load` (``load_config``, ``describe``); this module only
 declares what exists.
 
 Invariants:
@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from garmexport.protocol.naming import LABEL_PATTERN
-from garmexport.usable_cpus import usable_cpus
+from garmexport.process.usable_cpus import usable_cpus
 
 MiB = 1024 * 1024
 DAY_S = 24 * 3600
@@ -304,7 +304,7 @@ KAFKA = "kafka"
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Everything a garmexport process is told, checked. Build it with :func:`garmexport.config_load.load_config`."""
+    """Everything a garmexport process is told, checked. Build it with :func:`garmexport.settings.load.load_config`."""
 
     source: SourceConfig = dataclasses.field(default_factory=SourceConfig)
     kafka: KafkaSettings = dataclasses.field(default_factory=lambda: KafkaSettings(DEFAULT_KAFKA))

@@ -23,9 +23,9 @@ import tomllib
 import typing
 from collections.abc import Iterator, Mapping
 
-from garmexport.config import DEFAULT_KAFKA, KAFKA, SECTIONS, Config, KafkaSettings, shown
+from garmexport.settings.config import DEFAULT_KAFKA, KAFKA, SECTIONS, Config, KafkaSettings, shown
 from garmexport.errors import ConfigError
-from garmexport.kafka_keys import check_kafka_settings
+from garmexport.settings.kafka_keys import check_kafka_settings
 
 ENV_PREFIX = "GARMEXPORT_"
 CONFIG_PATH_ENV = "GARMEXPORT_CONFIG"

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from garmexport.health import LIVE_PATH, READY_PATH, Health, HealthServer, serve
-from garmexport.metrics import Metrics
+from garmexport.observe.health import LIVE_PATH, READY_PATH, Health, HealthServer, serve
+from garmexport.observe.metrics import Metrics
 
 
 def ready_health(metrics: Metrics | None = None) -> Health:

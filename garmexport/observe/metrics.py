@@ -29,7 +29,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 from garmexport import __version__
-from garmexport.lag_time import lag_seconds
+from garmexport.observe.lag_time import lag_seconds
 
 PUBLISH_KINDS = ("data", "quarantine")
 REBALANCE_KINDS = ("assign", "revoke", "lost")
@@ -189,7 +189,7 @@ class Metrics:
         self._lag.labels(topic, partition).set(max(0, high_watermark - position))
 
     def set_lag_time(self, topic: str, partition: int, waiting: bool, oldest_ms: int) -> None:
-        """Lag in seconds (garmexport.lag_time): 0 unless records ``waiting`` past the
+        """Lag in seconds (garmexport.observe.lag_time): 0 unless records ``waiting`` past the
         committed position, else the wall clock at each scrape minus ``oldest_ms``, the
         Kafka time (ms) of the record at that position."""
         wall_s = self._wall_s
@@ -263,7 +263,7 @@ class Metrics:
         self._hive_oldest.set(oldest_s)
 
     def set_ready(self, ready: bool) -> None:
-        """Mirror of the readiness answer (set by garmexport.health)."""
+        """Mirror of the readiness answer (set by garmexport.observe.health)."""
         self._ready.set(1 if ready else 0)
 
     def set_up(self, up: bool) -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.config import SECTIONS, Config
-from garmexport.config_load import load_config
-from garmexport.config_load import describe, env_name
+from garmexport.settings.config import SECTIONS, Config
+from garmexport.settings.load import load_config
+from garmexport.settings.load import describe, env_name
 from garmexport.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "config" / "garmexport.toml"
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from garmexport.config import MASK as REDACTED
-from garmexport.logs import configure, log_event, redact
+from garmexport.settings.config import MASK as REDACTED
+from garmexport.observe.logs import configure, log_event, redact
 
 
 @pytest.fixture

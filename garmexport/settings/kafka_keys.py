@@ -22,11 +22,12 @@ import ctypes
 import difflib
 import functools
 import glob
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
 
-from garmexport.config import shown
+from garmexport.settings.config import shown
 from garmexport.errors import ConfigError
 
 # librdkafka refuses a setting while the client is configured ('No such configuration
@@ -37,6 +38,11 @@ _UNKNOWN = re.compile(r'^No such configuration property: "([^"]+)"')
 _QUOTED = re.compile(r'"([^"]*)"')
 _MACHINE = "Failed to create"
 _BROKER_LISTS = ("bootstrap.servers", "metadata.broker.list")
+# The probe's own librdkafka lines are dropped: its failure is reported by the one error it
+# raises, and the real client reports the same warnings when it starts.
+_PROBE_LOG = logging.getLogger(f"{__name__}.probe")
+_PROBE_LOG.addHandler(logging.NullHandler())
+_PROBE_LOG.propagate = False
 
 
 def check_kafka_settings(settings: Mapping[str, object], where: Mapping[str, str],
@@ -48,12 +54,9 @@ def check_kafka_settings(settings: Mapping[str, object], where: Mapping[str, str
     """
     from confluent_kafka import Consumer, KafkaException
 
-    from garmexport.kafka_signals import client_log_settings
-
     probe = {k: v for k, v in settings.items() if k not in _BROKER_LISTS}
     try:
-        # quiet: the real client reports the same warnings when it starts
-        Consumer({**probe, **client_log_settings(quiet=True)}).close()
+        Consumer({**probe, "logger": _PROBE_LOG}).close()
     except KafkaException as exc:
         refusal = _refusal(exc.args[0].str(), settings, where, env_var)
         if refusal is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from garmexport.metrics import Metrics
+from garmexport.observe.metrics import Metrics
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from garmexport.actors.writer_lanes import SharedBackoff, WriterPool
+from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
 from garmexport.pipeline.messages import Batch, DropOpen, Failure, Tick, WriterReport
 
 
