@@ -12,10 +12,16 @@ with a cooperative one they see increments, and the matching incremental calls a
 The client's own log lines, errors and statistics go to :class:`KafkaSignals`: logged
 through Python logging, rate limited, and turned into the broker's reachability
 (:attr:`KafkaSource.broker_problem`, for readiness).
+
+While it holds no assignment (from the subscription, or from a revoke or a loss, until
+the group assigns partitions) it logs ``waiting_for_assignment`` every
+``WAITING_LOG_EVERY_S`` with the group and the time waited (:mod:`garmexport.kafka.assignment_wait`).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping
 from itertools import groupby
 
@@ -23,7 +29,13 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
+from garmexport.kafka.assignment_wait import AssignmentWait
 from garmexport.kafka.signals import KafkaSignals
+from garmexport.observe.logs import log_event
+
+log = logging.getLogger(__name__)
+#: how often a consumer without an assignment says that it still waits for one
+WAITING_LOG_EVERY_S = 30.0
 
 _error, _partition = Message.error, Message.partition
 
@@ -47,6 +59,8 @@ class KafkaSource:
         self._on_revoke: Callable[[list[int], bool], None] | None = None
         self._closed = False
         self.signals = KafkaSignals()
+        self.group = config.source.group_id
+        self._wait = AssignmentWait(WAITING_LOG_EVERY_S, time.monotonic())
         settings.update(self.signals.settings(settings))
         self.consumer = Consumer(settings)
         self.consumer.subscribe([self.topic], on_assign=self._assigned,
@@ -63,6 +77,7 @@ class KafkaSource:
     def _assigned(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_assign is not None, "bind() comes before the first poll"
         self.signals.assigned()
+        self._wait.assigned()
         seeks = self._on_assign([tp.partition for tp in tps])
         positioned = [
             TopicPartition(self.topic, p, self._start if off is None else off)
@@ -76,19 +91,21 @@ class KafkaSource:
     def _revoked(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_revoke is not None, "bind() comes before the first poll"
         self._on_revoke([tp.partition for tp in tps], False)
+        self._unassign(consumer, tps)
+
+    def _unassign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         if self._cooperative:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
+        if not consumer.assignment():
+            self._wait.unassigned(time.monotonic())
 
     def _lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_revoke is not None, "bind() comes before the first poll"
         self.signals.lost(len(tps))
         self._on_revoke([tp.partition for tp in tps], True)
-        if self._cooperative:
-            consumer.incremental_unassign(tps)
-        else:
-            consumer.unassign()
+        self._unassign(consumer, tps)
 
     @property
     def broker_problem(self) -> str:
@@ -98,6 +115,11 @@ class KafkaSource:
     def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
         """One batch of records grouped by partition, in offset order within each."""
         msgs = self.consumer.consume(max_records, timeout_s)
+        waited = self._wait.due(time.monotonic())
+        if waited is not None:
+            log_event(log, "waiting_for_assignment", level=logging.WARNING, group=self.group,
+                      topic=self.topic, waited_s=round(waited, 1),
+                      hint="no partitions from the group yet: see the README, Operations")
         by_partition: dict[int, list] = {}
         if not any(map(_error, msgs)):
             # the usual case, without a Python step per record: a batch arrives as runs of
