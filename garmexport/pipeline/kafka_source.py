@@ -31,6 +31,7 @@ from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 from garmexport.kafka.assignment_wait import AssignmentWait
 from garmexport.kafka.signals import KafkaSignals
+from garmexport.process.pause_watch import PauseWatch
 from garmexport.observe.logs import log_event
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,9 @@ class KafkaSource:
         self._on_assign: Callable[[list[int]], Mapping[int, int | None]] | None = None
         self._on_revoke: Callable[[list[int], bool], None] | None = None
         self._closed = False
-        self.signals = KafkaSignals()
+        # a lost session right after this process was not scheduled is no broker fault
+        self._pause_watch = PauseWatch().start()
+        self.signals = KafkaSignals(pauses=self._pause_watch)
         self.group = config.source.group_id
         self._wait = AssignmentWait(WAITING_LOG_EVERY_S, time.monotonic())
         settings.update(self.signals.settings(settings))
@@ -174,5 +177,6 @@ class KafkaSource:
         holds is dropped anyway."""
         if not self._closed:
             self._closed = True
+            self._pause_watch.stop()
             self._on_revoke = lambda partitions, lost: None
             self.consumer.close()
