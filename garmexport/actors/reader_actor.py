@@ -74,9 +74,9 @@ class ReaderActor(ActorTypeDispatcher):
         seeks = self.reader.assign(partitions)
         self.health.set_assignment(len(self.reader.assigned))
         for p in partitions:
-            # the lag in seconds exists from the assignment on; no fetch of the new
-            # assignment has shown a watermark yet (a cached one would be an old one)
-            self._set_lag_time(p, None)
+            # both lags exist from the assignment on, from the watermarks the source
+            # queried for it (no fetch of the new assignment has shown one yet)
+            self._update_lag(p)
         return seeks
 
     def _to_writer(self, origin: str, partition: int, msg: WriterMessage) -> None:

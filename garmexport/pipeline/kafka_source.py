@@ -7,7 +7,10 @@ with a cooperative one they see increments, and the matching incremental calls a
 
 "End of data" and lag use the high watermark that comes with fetched data
 (``get_watermark_offsets(cached=True)``): a queried watermark is wrong on some brokers
-(see the README) and costs a round trip.
+(see the README) and costs a round trip. One query per partition is made at each
+assignment, so that the lag is known from the assignment on rather than from the first
+fetch (until which the cache is empty, or holds a watermark of an older assignment);
+watermarks only grow, so the larger of the two is the right one.
 
 The client's own log lines, errors and statistics go to :class:`KafkaSignals`: logged
 through Python logging, rate limited, and turned into the broker's reachability
@@ -37,6 +40,8 @@ from garmexport.observe.logs import log_event
 log = logging.getLogger(__name__)
 #: how often a consumer without an assignment says that it still waits for one
 WAITING_LOG_EVERY_S = 30.0
+#: how long the queries of the watermarks at an assignment may take together
+WATERMARK_QUERY_BUDGET_S = 2.0
 
 _error, _partition = Message.error, Message.partition
 
@@ -59,6 +64,10 @@ class KafkaSource:
         self._on_assign: Callable[[list[int]], Mapping[int, int | None]] | None = None
         self._on_revoke: Callable[[list[int], bool], None] | None = None
         self._closed = False
+        #: the partitions assigned now (as the callbacks said)
+        self._held: set[int] = set()
+        #: (low, high) watermarks queried at the latest assignment, per partition
+        self._queried: dict[int, tuple[int, int]] = {}
         # a lost session right after this process was not scheduled is no broker fault
         self._pause_watch = PauseWatch().start()
         self.signals = KafkaSignals(pauses=self._pause_watch)
@@ -81,6 +90,8 @@ class KafkaSource:
         assert self._on_assign is not None, "bind() comes before the first poll"
         self.signals.assigned()
         self._wait.assigned()
+        self._query_watermarks([tp.partition for tp in tps])
+        self._held.update(tp.partition for tp in tps)
         seeks = self._on_assign([tp.partition for tp in tps])
         positioned = [
             TopicPartition(self.topic, p, self._start if off is None else off)
@@ -101,7 +112,10 @@ class KafkaSource:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
-        if not consumer.assignment():
+        # counted here, not asked of the client: during close() it raises instead
+        self._held.difference_update(tp.partition for tp in tps)
+        if not self._held or not self._cooperative:
+            self._held.clear()
             self._wait.unassigned(time.monotonic())
 
     def _lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
@@ -151,17 +165,22 @@ class KafkaSource:
         self.consumer.resume([TopicPartition(self.topic, p) for p in partitions])
 
     def high_watermark(self, partition: int) -> int | None:
-        """The high watermark that came with the last fetch, or None before any fetch."""
+        """The high watermark that came with the last fetch, or the one queried at the
+        assignment if larger; None while neither is known."""
         try:
             _, high = self.consumer.get_watermark_offsets(
                 TopicPartition(self.topic, partition), cached=True)
         except Exception:  # noqa: BLE001 - no cached value yet is not an error
-            return None
+            high = -1
+        queried = self._queried.get(partition)
+        if queried is not None:
+            high = max(high, queried[1])
         return high if high >= 0 else None
 
     def behind(self, partition: int) -> bool:
-        """Whether the last fetch's high watermark is past the consumer's position: the
-        partition has records waiting (in librdkafka's queue or still on the broker)."""
+        """Whether the high watermark is past the consumer's position: the partition has
+        records waiting (in librdkafka's queue or still on the broker). Before the first
+        fetch the position is not known; the configured start stands in for it."""
         high = self.high_watermark(partition)
         if high is None:
             return False
@@ -169,7 +188,25 @@ class KafkaSource:
             [tp] = self.consumer.position([TopicPartition(self.topic, partition)])
         except Exception:  # noqa: BLE001 - not assigned (any more): nothing to wait for
             return False
-        return tp.offset >= 0 and tp.offset < high
+        if tp.offset >= 0:
+            return tp.offset < high
+        queried = self._queried.get(partition)
+        return self._start == OFFSET_BEGINNING and queried is not None and queried[0] < high
+
+    def _query_watermarks(self, partitions: list[int]) -> None:
+        """(low, high) of each newly assigned partition, asked of the broker now."""
+        self._queried = {}
+        # within one budget: this runs in the rebalance callback, which holds up the poll
+        deadline = time.monotonic() + WATERMARK_QUERY_BUDGET_S
+        for p in partitions:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break  # the rest are known from their first fetch, as before
+            try:
+                self._queried[p] = self.consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=left, cached=False)
+            except Exception:  # noqa: BLE001 - then the first fetch tells, as before
+                continue
 
     def close(self) -> None:
         """Leave the group (idempotent). The rebalance callbacks that leaving triggers no
