@@ -3,7 +3,8 @@
 - :func:`exporter_env` builds the environment of a ``garmexport`` process (only
   ``GARMEXPORT_*`` variables the test sets; the caller's own ones are dropped);
 - :class:`Exporter` is one ``garmexport run`` subprocess: its JSON log goes to a file in the
-  test's tmp dir (:meth:`Exporter.tail` prints its end when a test fails), and the test
+  test's tmp dir (:meth:`Exporter.tail` prints its end when a test fails; used as a
+  context manager it does so itself, and kills the process at the end), and the test
   waits for log events, kills it (SIGKILL) or stops it (SIGTERM), reads its CPU time;
 - :func:`produce` writes generated records once, before any exporter starts;
 - :func:`topic_ends` reads the topic to partition EOF (the queried high watermark is wrong
@@ -149,6 +150,15 @@ class Exporter:
         if self.process.poll() is None:
             self.kill()
         self._log.close()
+
+    def __enter__(self) -> Exporter:
+        return self
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        """A failing test prints the end of the log; the process is killed if still up."""
+        if kind is not None:
+            print(self.tail(60))
+        self.close()
 
 
 def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed: int = 1,

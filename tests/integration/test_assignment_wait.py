@@ -39,33 +39,23 @@ def test_an_exporter_the_group_keeps_waiting_logs_waiting_for_assignment(
         stalled.poll(0.2)
         assert time.monotonic() < deadline, "the stalled member got no assignment"
     env = exporter_env(broker.bootstrap, topic, root, SOURCE_GROUP_ID=group, WRITER_MAX_FILE_AGE_S=1)
-    run = Exporter(env, tmp_path, "waits")
     try:
-        started = time.monotonic()
-        first = run.wait_event("waiting_for_assignment", timeout_s=60)
-        assert first["level"] == "WARNING" and first["group"] == group, first
-        assert first["topic"] == topic and 29 <= first["waited_s"] <= 45, first
-        second = run.wait_event("waiting_for_assignment", timeout_s=45, count=2)
-        assert 25 <= second["waited_s"] - first["waited_s"] <= 40, (first, second)
-        assert run.events("assigned") == [], run.tail()
-        print(f"two waiting lines in {time.monotonic() - started:.0f} s: {first} {second}")
-        assert run.terminate() == 0, run.tail()  # waiting, it still stops cleanly
-    except BaseException:
-        print(run.tail(30))
-        raise
+        with Exporter(env, tmp_path, "waits") as run:
+            started = time.monotonic()
+            first = run.wait_event("waiting_for_assignment", timeout_s=60)
+            assert first["level"] == "WARNING" and first["group"] == group, first
+            assert first["topic"] == topic and 29 <= first["waited_s"] <= 45, first
+            second = run.wait_event("waiting_for_assignment", timeout_s=45, count=2)
+            assert 25 <= second["waited_s"] - first["waited_s"] <= 40, (first, second)
+            assert run.events("assigned") == [], run.tail()
+            print(f"two waiting lines in {time.monotonic() - started:.0f} s: {first} {second}")
+            assert run.terminate() == 0, run.tail()  # waiting, it still stops cleanly
     finally:
-        run.close()
         stalled.close()
     env = exporter_env(broker.bootstrap, topic, root, SOURCE_GROUP_ID=f"{group}-new",
                        WRITER_MAX_FILE_AGE_S=1)
-    fresh = Exporter(env, tmp_path, "new-group")
-    try:
+    with Exporter(env, tmp_path, "new-group") as fresh:
         ends = topic_ends(broker.bootstrap, topic)
         wait_caught_up(root, topic, ends, 120, fresh.check_alive)
         assert fresh.terminate() == 0, fresh.tail()
-    except BaseException:
-        print(fresh.tail(30))
-        raise
-    finally:
-        fresh.close()
     assert_exact(env, ends)

@@ -33,8 +33,7 @@ def test_a_second_sigterm_logs_what_the_forced_stop_abandoned(broker, tmp_path: 
     produce(broker.bootstrap, topic, RECORDS, partitions=2, seed=7, days=1)
     held = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=100_000,
                         WRITER_IDLE_FLUSH_S=100_000, PROTOCOL_HEARTBEAT_INTERVAL_S=100_000)
-    run = Exporter(held, tmp_path, "forced")
-    try:
+    with Exporter(held, tmp_path, "forced") as run:
         run.metrics_port()
         deadline = time.monotonic() + 90
         while sum(by(scrape(run), "garmexport_events_consumed_total", "partition").values()) < RECORDS:
@@ -54,18 +53,10 @@ def test_a_second_sigterm_logs_what_the_forced_stop_abandoned(broker, tmp_path: 
         assert last["why"] == "second SIGTERM" and last["code"] == 143, last
         assert last["open_files"] > 0 and last["partitions"] == [0, 1], last
         assert "not published" in last["abandoned"] and "safe to redo" in last["abandoned"], last
-    except BaseException:
-        print(run.tail(30))
-        raise
-    finally:
-        run.close()
 
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1)
-    again = Exporter(env, tmp_path, "again")
-    try:
+    with Exporter(env, tmp_path, "again") as again:
         ends = topic_ends(broker.bootstrap, topic)
         wait_caught_up(root, topic, ends, 120, again.check_alive)
         assert again.terminate() == 0, again.tail()
-    finally:
-        again.close()
     assert_exact(env, ends)

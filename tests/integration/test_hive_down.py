@@ -27,8 +27,7 @@ def test_a_metastore_down_logs_no_error_and_relays_thrift_lines_rate_limited(
     env = exporter_env(broker.bootstrap, topic, str(root),
                        HIVE_METASTORE_URI=f"thrift://127.0.0.1:{free_port()}",
                        HIVE_REGISTER_DELAY_S=0.2, HIVE_RETRY_MAX_S=1, HIVE_TIMEOUT_S=2)
-    run = Exporter(env, tmp_path, "hive-down")
-    try:
+    with Exporter(env, tmp_path, "hive-down") as run:
         wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
         run.wait_event("hive_register_failed", timeout_s=60, count=4)
         lines = run.events()
@@ -44,8 +43,3 @@ def test_a_metastore_down_logs_no_error_and_relays_thrift_lines_rate_limited(
         status, _ = run.http_get("/health/ready")
         assert status == 200  # the export is fine; registration is behind
         assert run.terminate() == 0, run.tail()
-    except BaseException:
-        print(run.tail(40))
-        raise
-    finally:
-        run.close()

@@ -95,8 +95,7 @@ def test_on_an_empty_topic_both_lags_read_0_at_every_scrape_from_the_assignment_
         broker, tmp_path: Path) -> None:
     topic = broker.new_topic(partitions=PARTITIONS)
     env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"))
-    run = Exporter(env, tmp_path, "empty")
-    try:
+    with Exporter(env, tmp_path, "empty") as run:
         run.metrics_port()
         run.wait_event("assigned", timeout_s=60)
         scrapes = []
@@ -109,5 +108,3 @@ def test_on_an_empty_topic_both_lags_read_0_at_every_scrape_from_the_assignment_
         every = {str(p): 0.0 for p in range(PARTITIONS)}
         wrong = [s for s in scrapes if s != (every, every)]
         assert not wrong, (len(wrong), len(scrapes), wrong[:3])
-    finally:
-        run.close()

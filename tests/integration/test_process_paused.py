@@ -29,8 +29,7 @@ def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
     root = str(tmp_path / "out")
     produce(broker.bootstrap, topic, 1000, partitions=2, seed=8, days=1)
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1)
-    run = Exporter(env, tmp_path, "paused")
-    try:
+    with Exporter(env, tmp_path, "paused") as run:
         wait_caught_up(root, topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
         os.kill(run.pid, signal.SIGSTOP)
         try:
@@ -47,9 +46,4 @@ def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
         wait_caught_up(root, topic, ends, 120, run.check_alive)
         assert run.events("broker_unreachable") == [], run.events("broker_unreachable")
         assert run.terminate() == 0, run.tail()
-    except BaseException:
-        print(run.tail(40))
-        raise
-    finally:
-        run.close()
     assert_exact(env, ends)

@@ -128,7 +128,7 @@ def test_with_the_default_back_off_a_20_s_outage_is_over_within_10_s_of_its_end(
     # the shipped back-off: nothing overridden but what the caught-up start needs
     topic, root, env, run = _start(broker, tmp_path, "default-back-off",
                                    STORAGE_RETRY_INITIAL_S=0.5)
-    try:
+    with run:
         with frozen(root):
             produce(broker.bootstrap, topic, 500, partitions=2, seed=6, days=1)
             run.wait_event("store_failing", timeout_s=30)
@@ -146,8 +146,3 @@ def test_with_the_default_back_off_a_20_s_outage_is_over_within_10_s_of_its_end(
         assert run.events("failure") == [], run.tail()
         assert run.terminate() == 0, run.tail()
         assert_exact(env, ends)
-    except BaseException:
-        print(run.tail(60))
-        raise
-    finally:
-        run.close()
