@@ -207,16 +207,23 @@ def _show(args: argparse.Namespace, config: Config, storage) -> int:
     from garmexport.tools.offsets_view import build_row, render, to_json
     from garmexport.pipeline.recovery import read_partition_state
 
+    from garmexport.pipeline.jvm_recovery import JvmScan
+    from garmexport.pipeline.router import exported_origins
+
     src = config.source
+    jvm = JvmScan(storage, exported_origins(), config.jvm.cluster) if config.jvm.takeover else None
     partitions = _partitions(args, config, storage)
+    if args.no_broker and jvm is not None:  # a JVM root before its takeover has no _offsets
+        partitions = sorted(set(partitions) | set(jvm.partitions()))
     ends = {} if args.no_broker else read_ends(config.consumer_settings(), src.topic,
                                                partitions, args.timeout_s)
     rows = []
     for p in partitions:
-        rec = read_partition_state(storage, src.cluster, src.topic, p)
+        rec = read_partition_state(storage, src.cluster, src.topic, p, jvm)
         low, end = ends.get(p, (None, None))
         first = low if src.start == "earliest" else end
-        rows.append(build_row(p, rec if rec.markers or rec.intents else None, end, first))
+        known = rec.markers or rec.intents or rec.jvm
+        rows.append(build_row(p, rec if known else None, end, first))
     if args.json:
         print(json.dumps(to_json(src.cluster, src.topic, rows), indent=2))
     else:

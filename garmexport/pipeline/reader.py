@@ -20,6 +20,7 @@ failure episodes (:mod:`~garmexport.pipeline.store_watch`), the gauges
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -34,12 +35,13 @@ from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
-from garmexport.protocol.naming import IntentName
+from garmexport.protocol.naming import TAKEOVER_FILE, IntentName, partition_dir
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
+from garmexport.pipeline.jvm_recovery import JvmScan
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.protocol.resume import Chain
-from garmexport.pipeline.router import ORIGINS, KafkaRecord, Window, route
+from garmexport.pipeline.router import ORIGINS, exported_origins, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
 from garmexport.pipeline.store_watch import StoreWatch
@@ -74,6 +76,7 @@ class Reader:
         self.registrar = registrar
         #: whether ``first_record`` was logged: once per reader, so once per process
         self.first_record_logged = False
+        self._jvm: JvmScan | None = None
 
     @property
     def paused(self) -> bool:
@@ -103,9 +106,32 @@ class Reader:
         log_event(log, "assigned", partitions=sorted(seeks), seeks=seeks)
         return seeks
 
+    def _jvm_scan(self) -> JvmScan | None:
+        """The JVM exporter's offsets in this root (``[jvm] takeover``), read lazily, once
+        per process: a partition with markers never reads them."""
+        if self._jvm is None and self.cfg.jvm.takeover:
+            self._jvm = JvmScan(self.storage, exported_origins(), self.cfg.jvm.cluster)
+        return self._jvm
+
+    def _record_takeover(self, p: int, jvm: JvmScan) -> None:
+        """Write what the JVM exporter's files were at the takeover, before the first seek
+        (recovery compares them at every later start)."""
+        takeover = jvm.takeover(p)
+        if takeover is None:
+            return
+        src = self.cfg.source
+        path = f"{partition_dir(src.cluster, src.topic, p)}/{TAKEOVER_FILE}"
+        with contextlib.suppress(FileExistsError):  # another owner recorded it first
+            self.storage.put_exclusive(path, takeover.to_json())
+        log_event(log, "jvm_takeover", partition=p, since=takeover.since,
+                  lows={o: f.offset for o, f in sorted(takeover.found.items())})
+
     def _start(self, p: int) -> int | None:
         src = self.cfg.source
-        rec = read_partition_state(self.storage, src.cluster, src.topic, p)
+        jvm = self._jvm_scan()
+        rec = read_partition_state(self.storage, src.cluster, src.topic, p, jvm)
+        if rec.jvm and rec.takeover is None and jvm is not None:
+            self._record_takeover(p, jvm)
         seek = rec.state.seek()
         self._epoch += 1
         ledger = PartitionLedger.start(rec.state, ORIGINS, -1 if seek is None else seek)

@@ -45,6 +45,11 @@ from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY
 #: marker -> origin (output name); "" for known types that are not exported
 ORIGIN_OF_MARKER: Mapping[int, str] = {m: (t.output or "") for m, t in REGISTRY.items()}
 ORIGINS: tuple[str, ...] = tuple(sorted({o for o in ORIGIN_OF_MARKER.values() if o})) + (FRAME_ORIGIN,)
+
+
+def exported_origins() -> tuple[str, ...]:
+    """The origins that are event types (dataset directories), ``_frame`` left out."""
+    return tuple(o for o in ORIGINS if o != FRAME_ORIGIN)
 _NOT_EXPORTED, _UNKNOWN = -1, -2
 #: marker -> index in ORIGINS, _NOT_EXPORTED, or _UNKNOWN (for the column path)
 _CODE_OF_MARKER = np.full(max(ORIGIN_OF_MARKER) + 1, _UNKNOWN, np.int64)

@@ -218,6 +218,19 @@ class CompactionConfig(_Section):
                           pattern=r"(?:[A-Za-z][A-Za-z0-9+.-]*://.+)?")
 
 
+@dataclasses.dataclass(frozen=True, repr=False)
+class JvmConfig(_Section):
+    # On by default: a root without JVM files costs one listing per type directory, once,
+    # for a partition that has no marker yet; a root with them would otherwise be exported
+    # again from the start of retention.
+    takeover: bool = _f(True, "a partition with no marker yet resumes where the Garmadon JVM "
+                        "HDFS exporter stopped in this root (README, Taking over from the "
+                        "JVM exporter)")
+    cluster: str = _f("", "the JVM exporter's kafka.cluster tag that is ours (its files "
+                      "<p>.cluster=<tag>.index=<n>); empty: only untagged files count; files "
+                      "of another tag never set our offsets", pattern=r"[A-Za-z0-9_-]*")
+
+
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -297,7 +310,7 @@ SECTIONS: Mapping[str, type] = {
     "source": SourceConfig, "output": OutputConfig, "writer": WriterConfig,
     "protocol": ProtocolConfig, "storage": StorageConfig, "actors": ActorsConfig,
     "metrics": MetricsConfig, "compaction": CompactionConfig, "hive": HiveConfig,
-    "log": LogConfig,
+    "jvm": JvmConfig, "log": LogConfig,
 }
 KAFKA = "kafka"
 
@@ -316,6 +329,7 @@ class Config:
     metrics: MetricsConfig = dataclasses.field(default_factory=MetricsConfig)
     compaction: CompactionConfig = dataclasses.field(default_factory=CompactionConfig)
     hive: HiveConfig = dataclasses.field(default_factory=HiveConfig)
+    jvm: JvmConfig = dataclasses.field(default_factory=JvmConfig)
     log: LogConfig = dataclasses.field(default_factory=LogConfig)
     #: where the values came from, for humans: "defaults", a file, "environment"
     origin: tuple[str, ...] = dataclasses.field(default=("defaults",), compare=False)

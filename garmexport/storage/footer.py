@@ -92,3 +92,29 @@ def read_footer(store: TailReader, path: str) -> pq.FileMetaData:
 def read_facts(store: TailReader, path: str) -> FileFacts:
     """The FileFacts in the footer of ``path`` (ValueError if unreadable or not ours)."""
     return FileFacts.from_metadata(read_footer(store, path).metadata)
+
+
+def column_max(meta: pq.FileMetaData, column: str) -> int | None:
+    """The highest value of integer ``column`` over every row group, from the footer's
+    column statistics (None for a file without rows or whose column is all NULL).
+
+    This is how the Garmadon JVM exporter's files are read (their footers hold no
+    garmexport keys); raises ValueError when the column is missing or a row group with
+    values has no min/max statistics, since guessing would move a resume position.
+    """
+    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if column not in names:
+        raise ValueError(f"no column {column!r} (columns: {', '.join(names[:8])}...)")
+    index = names.index(column)
+    best: int | None = None
+    for g in range(meta.num_row_groups):
+        chunk = meta.row_group(g).column(index)
+        if meta.row_group(g).num_rows == 0:
+            continue
+        stats = chunk.statistics
+        if stats is not None and stats.has_null_count and stats.null_count == chunk.num_values:
+            continue  # only NULLs in this row group
+        if stats is None or not stats.has_min_max:
+            raise ValueError(f"row group {g} has no min/max statistics for {column!r}")
+        best = int(stats.max) if best is None else max(best, int(stats.max))
+    return best

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from garmexport.tools.broker_scan import scan
@@ -159,6 +159,22 @@ class Exporter:
         if kind is not None:
             print(self.tail(60))
         self.close()
+
+
+@contextlib.contextmanager
+def exporter_runs() -> Iterator[list[Exporter]]:
+    """A list to append the test's exporters to: on a failure the end of each one's log is
+    printed; at the end every one still running is killed and its log closed."""
+    runs: list[Exporter] = []
+    try:
+        yield runs
+    except BaseException:
+        for run in runs:
+            print(run.tail(25))
+        raise
+    finally:
+        for run in runs:
+            run.close()
 
 
 def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed: int = 1,
