@@ -3,8 +3,7 @@
 - :func:`exporter_env` builds the environment of a ``garmexport`` process (only
   ``GARMEXPORT_*`` variables the test sets; the caller's own ones are dropped);
 - :class:`Exporter` is one ``garmexport run`` subprocess: its JSON log goes to a file in the
-  test's tmp dir (:meth:`Exporter.tail` prints its end when a test fails; used as a
-  context manager it does so itself, and kills the process at the end), and the test
+  test's tmp dir (:meth:`Exporter.tail` prints its end when a test fails), and the test
   waits for log events, kills it (SIGKILL) or stops it (SIGTERM), reads its CPU time;
 - :func:`produce` writes generated records once, before any exporter starts;
 - :func:`topic_ends` reads the topic to partition EOF (the queried high watermark is wrong
@@ -151,15 +150,6 @@ class Exporter:
             self.kill()
         self._log.close()
 
-    def __enter__(self) -> Exporter:
-        return self
-
-    def __exit__(self, kind: object, error: object, tb: object) -> None:
-        """A failing test prints the end of the log; the process is killed if still up."""
-        if kind is not None:
-            print(self.tail(60))
-        self.close()
-
 
 @contextlib.contextmanager
 def exporter_runs() -> Iterator[list[Exporter]]:
@@ -244,6 +234,19 @@ def assert_exact(env: Mapping[str, str], ends: Mapping[int, int]) -> dict:
     assert code == 0 and report["ok"] and not problems, json.dumps(report, indent=1)[-4000:]
     assert sorted(int(p) for p in report["partitions"]) == sorted(ends), report
     return report
+
+
+def export_all_exactly_once(env: Mapping[str, str], log_dir: Path, name: str) -> None:
+    """Run one exporter with ``env`` until it has committed the topic to its end, stop it
+    cleanly, and check that every record is in the output exactly once."""
+    bootstrap, topic = env["GARMEXPORT_KAFKA_BOOTSTRAP_SERVERS"], env["GARMEXPORT_SOURCE_TOPIC"]
+    with exporter_runs() as runs:
+        run = Exporter(env, log_dir, name)
+        runs.append(run)
+        ends = topic_ends(bootstrap, topic)
+        wait_caught_up(env["GARMEXPORT_OUTPUT_ROOT"], topic, ends, 120, run.check_alive)
+        assert run.terminate() == 0, run.tail()
+    assert_exact(env, ends)
 
 
 def foreign_visible_files(root: Path) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tests.disk_faults import frozen, require_immutable
 from tests.integration.harness import (
-    Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
+    Exporter, export_all_exactly_once, exporter_env, exporter_runs, produce,
 )
 from tests.integration.test_metrics_e2e import by, scrape
 
@@ -33,7 +33,9 @@ def test_a_second_sigterm_logs_what_the_forced_stop_abandoned(broker, tmp_path: 
     produce(broker.bootstrap, topic, RECORDS, partitions=2, seed=7, days=1)
     held = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=100_000,
                         WRITER_IDLE_FLUSH_S=100_000, PROTOCOL_HEARTBEAT_INTERVAL_S=100_000)
-    with Exporter(held, tmp_path, "forced") as run:
+    with exporter_runs() as runs:
+        run = Exporter(held, tmp_path, "forced")
+        runs.append(run)
         run.metrics_port()
         deadline = time.monotonic() + 90
         while sum(by(scrape(run), "garmexport_events_consumed_total", "partition").values()) < RECORDS:
@@ -55,8 +57,4 @@ def test_a_second_sigterm_logs_what_the_forced_stop_abandoned(broker, tmp_path: 
         assert "not published" in last["abandoned"] and "safe to redo" in last["abandoned"], last
 
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1)
-    with Exporter(env, tmp_path, "again") as again:
-        ends = topic_ends(broker.bootstrap, topic)
-        wait_caught_up(root, topic, ends, 120, again.check_alive)
-        assert again.terminate() == 0, again.tail()
-    assert_exact(env, ends)
+    export_all_exactly_once(env, tmp_path, "again")

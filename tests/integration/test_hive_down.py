@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 from tests.broker import free_port
-from tests.integration.harness import Exporter, exporter_env, produce, topic_ends, wait_caught_up
+from tests.integration.harness import (
+    Exporter, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
+)
 
 
 def test_a_metastore_down_logs_no_error_and_relays_thrift_lines_rate_limited(
@@ -27,7 +29,9 @@ def test_a_metastore_down_logs_no_error_and_relays_thrift_lines_rate_limited(
     env = exporter_env(broker.bootstrap, topic, str(root),
                        HIVE_METASTORE_URI=f"thrift://127.0.0.1:{free_port()}",
                        HIVE_REGISTER_DELAY_S=0.2, HIVE_RETRY_MAX_S=1, HIVE_TIMEOUT_S=2)
-    with Exporter(env, tmp_path, "hive-down") as run:
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "hive-down")
+        runs.append(run)
         wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
         run.wait_event("hive_register_failed", timeout_s=60, count=4)
         lines = run.events()

@@ -19,7 +19,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.integration.harness import Exporter, exporter_env, produce, topic_ends, wait_caught_up
+from tests.integration.harness import (
+    Exporter, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
+)
 from tests.integration.test_metrics_e2e import by, scrape
 
 PARTITIONS = 2
@@ -95,7 +97,9 @@ def test_on_an_empty_topic_both_lags_read_0_at_every_scrape_from_the_assignment_
         broker, tmp_path: Path) -> None:
     topic = broker.new_topic(partitions=PARTITIONS)
     env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"))
-    with Exporter(env, tmp_path, "empty") as run:
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "empty")
+        runs.append(run)
         run.metrics_port()
         run.wait_event("assigned", timeout_s=60)
         scrapes = []

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from tests.integration.harness import (
-    Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
+    Exporter, assert_exact, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
 )
 
 STOPPED_S = 8.0
@@ -29,7 +29,9 @@ def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
     root = str(tmp_path / "out")
     produce(broker.bootstrap, topic, 1000, partitions=2, seed=8, days=1)
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1)
-    with Exporter(env, tmp_path, "paused") as run:
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "paused")
+        runs.append(run)
         wait_caught_up(root, topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
         os.kill(run.pid, signal.SIGSTOP)
         try:

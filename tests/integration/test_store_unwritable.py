@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.disk_faults import frozen, require_immutable
 from tests.integration.harness import (
-    Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
+    Exporter, assert_exact, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
 )
 
 RECORDS = 4_000
@@ -128,7 +128,8 @@ def test_with_the_default_back_off_a_20_s_outage_is_over_within_10_s_of_its_end(
     # the shipped back-off: nothing overridden but what the caught-up start needs
     topic, root, env, run = _start(broker, tmp_path, "default-back-off",
                                    STORAGE_RETRY_INITIAL_S=0.5)
-    with run:
+    with exporter_runs() as runs:
+        runs.append(run)
         with frozen(root):
             produce(broker.bootstrap, topic, 500, partitions=2, seed=6, days=1)
             run.wait_event("store_failing", timeout_s=30)
