@@ -10,14 +10,13 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import socket
 import time
-import uuid
 from datetime import timedelta
 
 from thespian.actors import ActorSystem
 
 from garmexport.process import stop_signal
+from garmexport.process.instance_id import new_instance_id
 from garmexport.settings.config import Config
 from garmexport.actors.exporter_actor import ExporterActor
 from garmexport.observe.logs import log_event
@@ -54,12 +53,6 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def new_instance_id() -> str:
-    """Unique per process: names its temp dir and its markers."""
-    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40]
-    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def actor_system() -> ActorSystem:

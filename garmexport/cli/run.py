@@ -1,4 +1,9 @@
-"""``garmexport run``: export the topic until stopped."""
+"""``garmexport run``: export the topic until stopped.
+
+With ``actors.parallelism`` 1 this process is the exporter. Above 1 it is the supervisor
+of that many readers (:mod:`garmexport.instance.supervisor`), each started as
+``garmexport run --reader rK --parent PID``: options the operator never types.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,23 @@ from garmexport.settings.config import Config
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance", metavar="ID",
                         help="instance id used in temp and marker names (default: host-pid-random)")
+    # set by the supervisor for the readers it starts
+    parser.add_argument("--reader", help=argparse.SUPPRESS)
+    parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    if args.parent is not None:
+        from garmexport.process.parent_death import die_with
+
+        die_with(args.parent)  # first: a reader never outlives its supervisor
+    if args.reader is None and config.actors.readers() > 1:
+        return _supervise(args, config)
+    if args.reader is not None:
+        from garmexport.observe import logs
+
+        logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
+                       fields={"reader": args.reader})
     from garmexport.pipeline.kafka_source import KafkaSource
 
     # Joining the consumer group takes seconds; start it before loading the exporter's
@@ -21,3 +40,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.actors.run_export import run_export  # thespian only when running
 
     return run_export(config, instance=args.instance, source=source)
+
+
+def _supervise(args: argparse.Namespace, config: Config) -> int:
+    from garmexport.instance.supervisor import run_supervisor
+    from garmexport.observe import logs
+    from garmexport.observe.metrics_merge import SUPERVISOR
+    from garmexport.process.instance_id import new_instance_id
+
+    logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
+                   fields={"reader": SUPERVISOR})
+    return run_supervisor(config, args.instance or new_instance_id(), args.config)

@@ -133,10 +133,24 @@ def progress(command: str, text: str) -> None:
         print(f"{command}: {text}", file=sys.stderr, flush=True)
 
 
+class _Fields(logging.Filter):
+    """Adds the same fields to every record (the ``reader`` of an instance's readers)."""
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        super().__init__()
+        self._fields = dict(fields)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        setattr(record, _FIELDS, {**self._fields, **getattr(record, _FIELDS, {})})
+        return True
+
+
 def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | None = None,
-              actor_level: str | int = "WARNING") -> None:
+              actor_level: str | int = "WARNING", fields: Mapping[str, Any] | None = None) -> None:
     """Send every record of the process to ``stream`` (stderr by default) in ``fmt``, at
-    ``level``, the actor library's at ``actor_level`` (never below ``level``).
+    ``level``, the actor library's at ``actor_level`` (never below ``level``); ``fields``
+    lead the fields of every line (a supervisor's readers share one stream, and each line
+    names its ``reader``).
     Replaces handlers installed by an earlier call; raises ValueError on an unknown format
     or level name (level names are case-insensitive)."""
     global _format
@@ -148,6 +162,8 @@ def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | No
             raise ValueError(f"unknown log level {name!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(TextFormatter() if fmt == "text" else JsonFormatter())
+    if fields:
+        handler.addFilter(_Fields(fields))
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_garmexport", False)]:
         root.removeHandler(old)

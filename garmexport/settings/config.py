@@ -181,9 +181,19 @@ class ActorsConfig(_Section):
                     "publishing) beside the reader's thread; 0: the CPUs this process may use "
                     "(its affinity, capped by its cgroup CPU quota)", min=0, max=256)
 
+    parallelism: int = _f(0, "readers of this instance, each its own process with its own "
+                          "consumer in the group (1: one process, no supervisor); 0: the "
+                          "CPUs this process may use. writer.max_buffered_bytes, "
+                          "writer.max_open_files and the writer threads are shared out among "
+                          "them", min=0, max=64)
+
     def writer_threads(self) -> int:
         """``cores``, or the CPUs this process may use when it is 0."""
         return self.cores or usable_cpus()
+
+    def readers(self) -> int:
+        """``parallelism``, or the CPUs this process may use when it is 0."""
+        return self.parallelism or usable_cpus()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -191,6 +201,8 @@ class MetricsConfig(_Section):
     port: int = _f(9108, "HTTP port of /metrics and the health endpoints (0: any free port)",
                    min=0, max=65535)
     host: str = _f("0.0.0.0", "address the metrics server binds", pattern=r".+")
+    port_file: str = _f("", "file the bound port is written to once the server listens "
+                        "(useful with port 0; empty: none)")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -18,8 +18,11 @@ its own consumer group, each as its own process, one after the other:
    reaches N and every partition has lag 0.
 
 An exporter run named ``..._cores<N>`` (``garmexport_cores1``, ``garmexport_x2_cores1``)
-sets ``GARMEXPORT_ACTORS_CORES=N``; the others use the default (the CPUs the process may
-use). ``garmexport_cores1`` is the exporter confined to one writer thread: the ratio of
+sets ``GARMEXPORT_ACTORS_CORES=N``; one named ``..._par<N>`` (``garmexport_par1``,
+``garmexport_par2``, ``garmexport_x2_par1``) sets ``GARMEXPORT_ACTORS_PARALLELISM=N``, the
+readers per instance (README, Readers in parallel: its peak RSS and CPU are the whole
+process tree's, supervisor and readers); the others use the defaults (the CPUs the process
+may use, for both). ``garmexport_cores1`` is the exporter confined to one writer thread: the ratio of
 ``garmexport`` to it is what the writer threads gain, in the same run.
 
 The headline is the steady state: from the first record received to done, so the group
@@ -289,7 +292,11 @@ def ratios_of(rows: dict, suffix: str = "") -> dict[str, float]:
     pairs = (("garmexport", "read", RATE), ("garmexport", "floor", RATE),
              ("garmexport", "plain", RATE), ("garmexport", "floor", CPU),
              ("garmexport_x2", "read", RATE), ("garmexport_x2", "floor", RATE),
-             ("garmexport_x2", "floor", CPU))
+             ("garmexport_x2", "floor", CPU),
+             ("garmexport_par1", "read", RATE), ("garmexport_par1", "floor", RATE),
+             ("garmexport_par1", "floor", CPU),
+             ("garmexport_par2", "read", RATE), ("garmexport_par2", "floor", RATE),
+             ("garmexport_par2", "floor", CPU))
     for a, b, key in pairs:
         ra, rb = rows.get(a + suffix), rows.get(b)
         if ra and rb and ra.get(key) and rb.get(key):
@@ -298,6 +305,11 @@ def ratios_of(rows: dict, suffix: str = "") -> dict[str, float]:
     one, two = rows.get("garmexport" + suffix), rows.get("garmexport_x2" + suffix)
     if one and two and one.get(RATE) and two.get(RATE):
         found[f"garmexport_x2{suffix}/garmexport{suffix} events/s"] = round(two[RATE] / one[RATE], 3)
+    # two instances of one reader each against one instance of two readers (issue 21)
+    par2, x2par1 = rows.get("garmexport_par2" + suffix), rows.get("garmexport_x2_par1" + suffix)
+    if par2 and x2par1 and par2.get(RATE) and x2par1.get(RATE):
+        found[f"garmexport_x2_par1{suffix}/garmexport_par2{suffix} events/s"] = \
+            round(x2par1[RATE] / par2[RATE], 3)
     single = rows.get("garmexport_cores1")
     if not suffix and one and single and one.get(RATE) and single.get(RATE):
         found["garmexport/garmexport_cores1 events/s"] = round(one[RATE] / single[RATE], 3)
@@ -366,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bad-share", type=float, default=0.002,
                         help="share of bad records (bad frame heads, headers or bodies)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each; medians reported")
-    parser.add_argument("--runs", default="read,floor,plain,garmexport,garmexport_x2,"
-                        f"garmexport{AGED},garmexport_x2{AGED}",
+    parser.add_argument("--runs", default="read,floor,plain,garmexport,garmexport_par1,"
+                        f"garmexport_x2,garmexport{AGED},garmexport_x2{AGED}",
                         help="which runs, comma-separated; the *_age5 runs set "
                         "GARMEXPORT_WRITER_MAX_FILE_AGE_S=5, so the publish tail after the "
                         "last record is seconds, not the default minute")
@@ -406,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
                     cores = re.search(r"_cores(\d+)$", name)
                     if cores:
                         aged["GARMEXPORT_ACTORS_CORES"] = cores.group(1)
+                    readers = re.search(r"_par(\d+)", name)
+                    if readers:
+                        aged["GARMEXPORT_ACTORS_PARALLELISM"] = readers.group(1)
                     env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra)
                     raw = run_exporters(name, 2 if "_x2" in name else 1, env, n,
                                         args.partitions, work, out)

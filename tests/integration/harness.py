@@ -5,7 +5,8 @@
 - :class:`Exporter` is one ``garmexport run`` subprocess: its JSON log goes to a file in the
   test's tmp dir (:meth:`Exporter.tail` prints its end when a test fails), and the test
   waits for log events, kills it (SIGKILL) or stops it (SIGTERM), reads its CPU time;
-- :func:`produce` writes generated records once, before any exporter starts;
+- :func:`produce` writes generated records once, before any exporter starts
+  (:func:`produce_in_background`: while they run);
 - :func:`topic_ends` reads the topic to partition EOF (the queried high watermark is wrong
   on tansu) and :func:`committed_upto` reads, from the markers in the output, how far every
   partition is committed: the exporter has caught up when every W reaches the end;
@@ -20,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -43,6 +45,11 @@ def exporter_env(bootstrap: str, topic: str, root: str, **overrides: object) -> 
     """Environment of an exporter (or verify) process; ``overrides`` as ``SECTION_KEY=v``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     settings = {
+        # One reader per process unless a test asks for more (test_parallelism.py): tansu
+        # keeps a member that leaves while the group rebalances, and the two readers of a
+        # stopping instance leave together; the next members of that group (the session's
+        # default one, "garmexport") then wait minutes for it (DESIGN.md 9.8). Kafka removes it.
+        "ACTORS_PARALLELISM": 1,
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SOURCE_TOPIC": topic, "OUTPUT_ROOT": root,
         "METRICS_PORT": 0, "METRICS_HOST": "127.0.0.1", "WRITER_MAX_FILE_AGE_S": 2,
         "PROTOCOL_HEARTBEAT_INTERVAL_S": 2, "KAFKA_SESSION_TIMEOUT_MS": 3000,
@@ -179,6 +186,20 @@ def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed
     report = produce_records(settings, topic, spec, count, rate=rate)
     assert report["failed"] == 0, report
     return report
+
+
+def produce_in_background(bootstrap: str, topic: str, count: int,
+                          **kwargs: object) -> tuple[threading.Thread, dict]:
+    """:func:`produce` in a daemon thread, started: (the thread, the report once it ends).
+    Pass ``rate`` so that the stream lasts while the test does its work."""
+    report: dict = {}
+
+    def feed() -> None:
+        report.update(produce(bootstrap, topic, count, **kwargs))  # type: ignore[arg-type]
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread, report
 
 
 def topic_ends(bootstrap: str, topic: str) -> dict[int, int]:

@@ -177,3 +177,18 @@ def test_warnings_and_uncaught_exceptions_are_json_lines_too() -> None:
 def test_unknown_format_or_level_is_refused(kwargs: dict[str, str]) -> None:
     with pytest.raises(ValueError):
         configure(stream=io.StringIO(), **kwargs)
+
+
+@pytest.mark.usefixtures("restore_root")
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_fields_given_to_configure_lead_every_line(fmt: str) -> None:
+    stream = io.StringIO()
+    configure(fmt=fmt, stream=stream, fields={"reader": "r1"})
+    log_event(logging.getLogger("garmexport.run"), "assigned", partitions=[2])
+    logging.getLogger("garmexport").warning("plain")
+    first, second = lines(stream)
+    if fmt == "json":
+        assert json.loads(first)["reader"] == "r1" and json.loads(second)["reader"] == "r1"
+        assert json.loads(first)["partitions"] == [2]
+    else:
+        assert first.endswith("assigned reader=r1 partitions=[2]") and second.endswith("plain reader=r1")
