@@ -2,7 +2,8 @@
 
 A real ``garmexport run`` catches up on the real broker, then is stopped with SIGSTOP for
 longer than its session timeout (3 s here) and continued. The group dropped it meanwhile,
-and librdkafka reports its partitions lost on resume. The broker was fine all along, so
+and librdkafka reports its partitions lost on resume (when the broker still answered the
+first heartbeat after the resume, nothing was lost and the stop is tried again). The broker was fine all along, so
 the log must not claim ``broker_unreachable``; it must say what is known: one
 ``session_lost`` (WARNING) whose reason says the process was not scheduled for about the
 time it was stopped, then ``session_restored`` once the group assigns it partitions again.
@@ -21,6 +22,7 @@ from tests.integration.harness import (
 )
 
 STOPPED_S = 8.0
+TRIES = 4
 
 
 def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
@@ -33,12 +35,21 @@ def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
         run = Exporter(env, tmp_path, "paused")
         runs.append(run)
         wait_caught_up(root, topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
-        os.kill(run.pid, signal.SIGSTOP)
-        try:
-            time.sleep(STOPPED_S)
-        finally:
-            os.kill(run.pid, signal.SIGCONT)
-        lost = run.wait_event("session_lost", timeout_s=60)
+        lost = None
+        for _ in range(TRIES):
+            os.kill(run.pid, signal.SIGSTOP)
+            try:
+                time.sleep(STOPPED_S)
+            finally:
+                os.kill(run.pid, signal.SIGCONT)
+            try:
+                lost = run.wait_event("session_lost", timeout_s=20)
+                break
+            except AssertionError:
+                # the first heartbeat after the resume may still be answered (the broker
+                # kept the member): then no session was lost and there is nothing to say
+                assert run.events("lost") == [], run.tail()
+        assert lost is not None, f"no session lost in {TRIES} stops of {STOPPED_S} s"
         assert lost["level"] == "WARNING", lost
         assert "not scheduled for" in lost["reason"], lost
         assert STOPPED_S - 1.5 <= lost["not_scheduled_s"] <= STOPPED_S + 3, lost
