@@ -25,6 +25,7 @@ from garmexport.process import stop_signal
 from garmexport.actors.actor_support import escalating
 from garmexport.actors.exporter_parts import assemble
 from garmexport.pipeline.kafka_source import KafkaSource
+from garmexport.pipeline.unfinished import Unfinished
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
@@ -65,6 +66,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
         self.reader, self.source = parts.reader, parts.source
         self.registrar = parts.registrar
+        self.unfinished = msg.unfinished if isinstance(msg.unfinished, Unfinished) else Unfinished()
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
@@ -72,9 +74,9 @@ class ReaderActor(ActorTypeDispatcher):
         seeks = self.reader.assign(partitions)
         self.health.set_assignment(len(self.reader.assigned))
         for p in partitions:
-            # the lag in seconds exists from the assignment on; no fetch of the new
-            # assignment has shown a watermark yet (a cached one would be an old one)
-            self._set_lag_time(p, None)
+            # both lags exist from the assignment on, from the watermarks the source
+            # queried for it (no fetch of the new assignment has shown one yet)
+            self._update_lag(p)
         return seeks
 
     def _to_writer(self, origin: str, partition: int, msg: WriterMessage) -> None:
@@ -150,6 +152,7 @@ class ReaderActor(ActorTypeDispatcher):
                 return
             self.reader.flush_all()
         self.reader.tick()
+        self.unfinished.update(self.reader.open_files(), tuple(sorted(self.reader.assigned)))
         for p in self.reader.seek_positions():
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)

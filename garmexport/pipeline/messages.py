@@ -21,6 +21,9 @@ class StartExport:
     #: a KafkaSource already subscribed (the join under way), or None to subscribe now;
     #: a live object, which the in-process actor system passes as it is
     source: object = None
+    #: the garmexport.pipeline.unfinished.Unfinished the reader keeps up to date for a
+    #: forced stop's last line (a live object too), or None
+    unfinished: object = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class StartReader:
     instance: str
     exporter: object  # the top actor's address
     source: object = None  # see StartExport
+    unfinished: object = None  # see StartExport
 
 
 # reader -> writer
