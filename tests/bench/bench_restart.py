@@ -161,9 +161,9 @@ def main_jvm(days: int, partitions: int, latencies_ms: list[float], out_json: st
                 calls[0] += 1
                 return super().list(path)
 
-            def read_tail(self, path, nbytes):  # noqa: ANN001, ANN202
+            def read_tail(self, path, nbytes, size=None):  # noqa: ANN001, ANN202
                 calls[0] += 1
-                return super().read_tail(path, nbytes)
+                return super().read_tail(path, nbytes, size)
 
         results["local"] = jvm_takeover_cost(Counting(str(out), "bench"), partitions,
                                              lambda: calls[0])
