@@ -337,7 +337,7 @@ def _set_from_jvm(args: argparse.Namespace, config: Config, storage) -> int:
             print(f"  {origin:<30} after {f.offset:<12} from {f.path}", flush=True)
 
     done = take_over(storage, src.cluster, src.topic, partitions, jvm,
-                     now_ms=int(time.time() * 1000), dry_run=args.dry_run, progress=progress)
+                     dry_run=args.dry_run, progress=progress)
     seconds = time.monotonic() - started
     if args.json:
         print(json.dumps({"dry_run": args.dry_run, "seconds": round(seconds, 3),

@@ -14,6 +14,11 @@ a partition without a marker, which the next attempt (or the assignment) takes o
 from the same files; the record is written exclusively, so the first one stays. A marker
 without its record would lose the check that the JVM exporter stopped writing.
 
+The marker is :func:`~garmexport.protocol.jvm_resume.takeover_marker`'s as it is, with no
+event time and written at 0 ms: for compaction's closed-day rule (``compaction/closed.py``)
+the partition then holds every day back until garmexport's first own marker says how far
+it got, rather than claim the wall clock of this step as its progress.
+
 The marker's W are the JVM exporter's, which the markers of every later owner can only
 raise (the merge takes the maximum), so running this while an exporter already owns the
 partition, or twice, changes no resume point.
@@ -78,7 +83,7 @@ def record_takeover(storage: Storage, source: str, topic: str, partition: int,
 
 
 def take_over(storage: Storage, source: str, topic: str, partitions: Iterable[int], jvm: JvmScan,
-              *, now_ms: int, dry_run: bool = False,
+              *, dry_run: bool = False,
               progress: Callable[[TakenOver], None] = lambda _: None) -> list[TakenOver]:
     """Take every partition of ``partitions`` without a marker over from the JVM exporter.
 
@@ -99,7 +104,6 @@ def take_over(storage: Storage, source: str, topic: str, partitions: Iterable[in
             if not dry_run:
                 _, record = record_takeover(storage, source, topic, p, jvm)
                 name = MarkerName(f"jvm-takeover-{uuid.uuid4().hex[:16]}", 1)
-                marker = dataclasses.replace(marker, written_at_ms=now_ms)
                 written = (*([record] if record else []),
                            write_marker(storage, source, topic, name, marker))
             result = TakenOver(p, "dry run" if dry_run else "written", rec.state.seek(),
@@ -136,7 +140,7 @@ def before_joining(config: Config, partitions: Iterable[int]) -> list[TakenOver]
                           lows={o: f.offset for o, f in sorted(t.found.items())})
 
         done = take_over(storage, src.cluster, src.topic, todo, jvm,
-                         now_ms=int(time.time() * 1000), progress=progress)
+                         progress=progress)
         log_event(log, "jvm_takeover_scanned", partitions=len(todo),
                   taken=sum(1 for t in done if t.found), footers=jvm.footers_read,
                   seconds=round(time.monotonic() - started, 3))

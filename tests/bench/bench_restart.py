@@ -117,7 +117,7 @@ def jvm_takeover_cost(storage, partitions: int, count) -> dict[str, float]:
     scan = JvmScan(storage, exported_origins())
     before, t = count(), time.monotonic()
     # what ``offsets set --from-jvm`` and ``run`` (before joining) do
-    done = take_over(storage, SOURCE, TOPIC, range(partitions), scan, now_ms=0)
+    done = take_over(storage, SOURCE, TOPIC, range(partitions), scan)
     assert all(d.outcome == "written" for d in done), done
     first_s, first_n = time.monotonic() - t, count() - before
     footers = scan.footers_read

@@ -11,6 +11,7 @@ from garmexport.pipeline.jvm_recovery import JvmScan
 from garmexport.pipeline.jvm_takeover import before_joining, take_over, uncovered
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.pipeline.router import exported_origins
+from garmexport.protocol.jvm_resume import takeover_marker
 from garmexport.protocol.naming import TAKEOVER_FILE, MarkerName, partition_dir
 from garmexport.protocol.resume import Marker
 from garmexport.settings.load import load_config
@@ -35,15 +36,21 @@ def test_the_written_takeover_gives_the_assignment_the_same_state_without_a_foot
           skip_origins=["flink_kafka_consumer"])
     storage = LocalStorage(str(tmp_path), "t")
     before = {p: _state(storage, p) for p in (0, 1, 2)}
+    jvm_before = {p: JvmScan(storage, exported_origins()).found(p) for p in (0, 1)}
     seen = []
     done = take_over(storage, "local", "garmadon", [0, 1, 2], JvmScan(storage, exported_origins()),
-                     now_ms=1_000, progress=seen.append)
+                     progress=seen.append)
     assert [t.outcome for t in done] == ["written", "written", "no JVM file"] and seen == done
     for t in done[:2]:
         assert t.footers_read > 0 and t.seek == before[t.partition].seek()
         pdir = partition_dir("local", "garmadon", t.partition)
         assert [Path(w).name for w in t.written][0] == TAKEOVER_FILE
         assert MarkerName.parse(Path(t.written[1]).name) is not None
+        # exactly the marker the assignment would merge: no event time, written at 0 ms
+        # (compaction's closed-day rule waits for garmexport's own first marker)
+        written = Marker.from_json((tmp_path / t.written[1]).read_bytes())
+        assert written == takeover_marker(t.partition, jvm_before[t.partition])
+        assert written.written_at_ms == 0 and written.low_event_ms is None
         assert (tmp_path / pdir / TAKEOVER_FILE).exists()
     counting = CountingStorage(str(tmp_path))
     for p in (0, 1):
@@ -56,8 +63,7 @@ def test_the_written_takeover_gives_the_assignment_the_same_state_without_a_foot
         assert "flink_kafka_consumer" not in rec.state.low  # a type it never wrote: from the seek
     assert counting.tails == 0  # the assignment reads markers, no JVM footer
     assert uncovered(storage, "local", "garmadon", [0, 1, 2]) == [2]
-    again = take_over(storage, "local", "garmadon", [0, 1], JvmScan(storage, exported_origins()),
-                      now_ms=2_000)
+    again = take_over(storage, "local", "garmadon", [0, 1], JvmScan(storage, exported_origins()))
     assert [t.outcome for t in again] == ["has markers", "has markers"]
 
 
@@ -69,7 +75,7 @@ def test_a_dry_run_writes_nothing_and_a_partition_with_markers_is_left_alone(
     storage.put_exclusive(f"{pdir}/{MarkerName('i1', 1).format()}",
                           Marker(1, {"fs": 5}, {}, processed=5, written_at_ms=1).to_json())
     done = take_over(storage, "local", "garmadon", [0, 1], JvmScan(storage, exported_origins()),
-                     now_ms=1_000, dry_run=True)
+                     dry_run=True)
     assert [(t.outcome, t.written) for t in done] == [("dry run", ()), ("has markers", ())]
     assert not (tmp_path / partition_dir("local", "garmadon", 0)).exists()
     assert sorted(e.name for e in storage.list(pdir)) == [MarkerName("i1", 1).format()]
