@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from garmexport.wire import columns
+from garmexport.wire import columns, fs_paths
 from garmexport.pipeline import held_rows
 from garmexport.protocol.commit_steps import PUBLISH
 from garmexport.settings.config import Config
@@ -54,6 +54,8 @@ class OriginWriter:
         self._partition = partition
         self._clock = clock
         self._type = None if origin == FRAME_ORIGIN else by_output(origin)
+        #: FsEvent paths the JVM exporter's way (``[jvm] fs_paths``), only for ``fs`` rows
+        self._jvm_fs_paths = config.jvm.fs_paths and origin == "fs"
         w = config.writer
         self._limits = FlushLimits(w.max_file_rows, w.max_file_bytes, w.max_file_age_s)
         self.epoch = -1
@@ -149,6 +151,8 @@ class OriginWriter:
                     else rows[np.argsort(days[rows], kind="stable")])
         table, failures = columns.decode_batch(self._type, batch.values,
                                                self._partition, batch.offsets, order=rows)
+        if self._jvm_fs_paths:
+            table = fs_paths.jvm_style(table)
         if failures:
             at = np.fromiter((j for j, _ in failures), np.int64, len(failures))
             failed = at if rows is None else rows[at]

@@ -20,7 +20,6 @@ failure episodes (:mod:`~garmexport.pipeline.store_watch`), the gauges
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -35,10 +34,11 @@ from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
-from garmexport.protocol.naming import TAKEOVER_FILE, IntentName, partition_dir
+from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.pipeline.jvm_recovery import JvmScan
+from garmexport.pipeline.jvm_takeover import record_takeover
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.protocol.resume import Chain
 from garmexport.pipeline.router import ORIGINS, exported_origins, KafkaRecord, Window, route
@@ -116,13 +116,10 @@ class Reader:
     def _record_takeover(self, p: int, jvm: JvmScan) -> None:
         """Write what the JVM exporter's files were at the takeover, before the first seek
         (recovery compares them at every later start)."""
-        takeover = jvm.takeover(p)
+        src = self.cfg.source
+        takeover, _ = record_takeover(self.storage, src.cluster, src.topic, p, jvm)
         if takeover is None:
             return
-        src = self.cfg.source
-        path = f"{partition_dir(src.cluster, src.topic, p)}/{TAKEOVER_FILE}"
-        with contextlib.suppress(FileExistsError):  # another owner recorded it first
-            self.storage.put_exclusive(path, takeover.to_json())
         log_event(log, "jvm_takeover", partition=p, since=takeover.since,
                   lows={o: f.offset for o, f in sorted(takeover.found.items())})
 

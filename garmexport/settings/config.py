@@ -241,6 +241,11 @@ class JvmConfig(_Section):
     cluster: str = _f("", "the JVM exporter's kafka.cluster tag that is ours (its files "
                       "<p>.cluster=<tag>.index=<n>); empty: only untagged files count; files "
                       "of another tag never set our offsets", pattern=r"[A-Za-z0-9_-]*")
+    # Off by default: on, the fs rows' values change, which existing garmexport users'
+    # queries may not expect; a takeover from the JVM exporter turns it on explicitly.
+    fs_paths: bool = _f(False, "write FsEvent uri without its port and src_path/dst_path "
+                        "without the uri prefix, as the Garmadon JVM exporter does (README, "
+                        "Taking over from the JVM exporter)")
 
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
