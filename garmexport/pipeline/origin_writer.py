@@ -142,13 +142,13 @@ class OriginWriter:
         the table: a stable sort of record indexes (numpy) is far cheaper than reordering
         the decoded table.
         """
-        days = np.fromiter(batch.days, np.int64, len(batch.days))
+        days = np.asarray(batch.days, np.int64)  # the router's array: no copy
         rows = None if not bad else np.delete(np.arange(len(days)), list(bad))
         if days.size and days.min() != days.max():
             rows = (np.argsort(days, kind="stable") if rows is None
                     else rows[np.argsort(days[rows], kind="stable")])
-        table, failures = columns.decode_batch(self._type, batch.values,
-                                               self._partition, batch.offsets, order=rows)
+        table, failures = columns.decode_batch(self._type, batch.values, self._partition,
+                                               np.asarray(batch.offsets, np.int64), order=rows)
         if failures:
             at = np.fromiter((j for j, _ in failures), np.int64, len(failures))
             failed = at if rows is None else rows[at]
@@ -207,20 +207,23 @@ class OriginWriter:
                     max_rows = 2**62  # keep the rest in the same file until it can go
 
     def _add_quarantine(self, batch: Batch, bad: list, now: float) -> None:
+        # the bad records' offsets and Kafka times as Python ints, one step per column
+        at = [i for i, _ in bad]
+        offsets = np.asarray(batch.offsets, np.int64)[at].tolist()
+        kafka_ts = np.asarray(batch.kafka_ts, np.int64)[at].tolist()
         by_day: dict[str, list] = {}
-        for i, (reason, detail, key) in bad:
-            kday = self._day(max(batch.kafka_ts[i], 0) // 86_400_000)
-            if batch.offsets[i] <= self._files.skip_bound(QUARANTINE, kday):
+        for (i, (reason, detail, key)), offset, kts in zip(bad, offsets, kafka_ts):
+            kday = self._day(max(kts, 0) // 86_400_000)
+            if offset <= self._files.skip_bound(QUARANTINE, kday):
                 self._skipped += 1  # quarantined before a restart: counted then
                 continue
             self._quarantined[reason] = self._quarantined.get(reason, 0) + 1
-            by_day.setdefault(kday, []).append((i, reason, detail, key))
+            by_day.setdefault(kday, []).append((i, reason, detail, key, offset, kts))
         for day, rows in by_day.items():
-            idx = [r[0] for r in rows]
             table = quarantine_table(
                 self._cfg.source.topic, self._partition, self._origin,
-                [batch.offsets[i] for i in idx], [batch.kafka_ts[i] for i in idx],
-                [r[3] for r in rows], [batch.values[i] for i in idx],
+                [r[4] for r in rows], [r[5] for r in rows],
+                [r[3] for r in rows], [batch.values[r[0]] for r in rows],
                 [r[1] for r in rows], [r[2] for r in rows],
             )
             self._append(QUARANTINE, day, table, now)

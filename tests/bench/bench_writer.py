@@ -67,8 +67,8 @@ def make_batches(events: int, bad_share: float, days: int, seed: int,
     pending: dict[str, OriginBatch] = {}
 
     def send(origin: str, b: OriginBatch, upto: int) -> None:
-        out.append((origin, Batch(1, upto, tuple(b.offsets), tuple(b.values),
-                                  tuple(b.kafka_ts), tuple(b.days), tuple(b.bad), b.nbytes)))
+        out.append((origin, Batch(1, upto, b.offsets, tuple(b.values),
+                                  b.kafka_ts, b.days, tuple(b.bad), b.nbytes)))
 
     for start in range(0, len(records), POLL):
         routed = route(records[start:start + POLL], {}, window)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+import numpy as np
+
 from garmexport.pipeline import messages
 from garmexport.settings.load import load_config
 
@@ -29,3 +31,16 @@ def test_every_message_type_survives_pickling_with_its_fields():
         assert pickle.loads(pickle.dumps(msg)) == msg, cls.__name__
         checked += 1
     assert checked >= 12
+
+
+def test_a_batch_keeps_its_int64_columns_through_pickling():
+    columns = {"offsets": np.array([11, 12], np.int64), "kafka_ts": np.array([1, 2], np.int64),
+               "days": np.array([20000, 20001], np.int64)}
+    batch = messages.Batch(1, 12, values=(b"a", None), bad=(), nbytes=1, **columns)
+    back = pickle.loads(pickle.dumps(batch))
+    assert back == batch
+    for name, column in columns.items():
+        assert getattr(back, name).dtype == np.int64
+        assert getattr(back, name).tolist() == column.tolist()
+    assert back != messages.Batch(1, 12, values=(b"a", None), bad=(), nbytes=1,
+                                  **{**columns, "days": np.array([20000, 20002], np.int64)})
