@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from garmexport.protocol.naming import IntentName
 from garmexport.settings.config import Config
 
 
@@ -145,7 +146,8 @@ class Published:
     rows: int
     nbytes: int
     path: str
-    intent: str
+    #: the intent written before the file: the value itself, not its name to parse back
+    intent: IntentName
     seconds: float
     last_event_ms: int
 

@@ -255,7 +255,7 @@ class OriginWriter:
             started = time.monotonic()
             tables = held_rows.tables(f.pieces)
             try:
-                path, nbytes = self._publish_one(f, tables)
+                path, nbytes, intent = self._publish_one(f, tables)
                 crash_point(PUBLISH)
             except PublishConflict as conflict:
                 self._fenced = conflict.path
@@ -275,12 +275,11 @@ class OriginWriter:
             self._files.published(key)
             last_ms = max(pc.max(t.column("timestamp")).as_py() or 0 for t in tables) if f.kind == DATA else 0
             self._published.append(Published(
-                f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path,
-                IntentName(self._origin, f.kind, f.day, f.first_offset).format(),
+                f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path, intent,
                 time.monotonic() - started, last_ms or 0,
             ))
 
-    def _publish_one(self, f, tables: list[pa.Table]) -> tuple[str, int]:  # noqa: ANN001 - OpenFile
+    def _publish_one(self, f, tables: list[pa.Table]) -> tuple[str, int, IntentName]:  # noqa: ANN001 - OpenFile
         src = self._cfg.source
         name = FileName(src.cluster, src.topic, self._partition, f.first_offset,
                         self._origin if f.kind == QUARANTINE else None)
@@ -288,7 +287,7 @@ class OriginWriter:
         data = to_parquet_bytes(tables, facts, self._cfg.output.compression)
         crash_at(ENCODED)  # TEST ONLY: encoded (off the reader's thread), nothing written
         intent = IntentName(self._origin, f.kind, f.day, f.first_offset)
-        return publish_file(self._storage, name, intent, data), len(data)
+        return publish_file(self._storage, name, intent, data), len(data), intent
 
     # --- reporting --------------------------------------------------------------------
     def report(self) -> WriterReport:

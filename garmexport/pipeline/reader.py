@@ -34,7 +34,6 @@ from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
-from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.pipeline.recovery import read_partition_state
@@ -210,7 +209,7 @@ class Reader:
             published=[(Chain(r.origin, f.kind, f.day), f.last_offset) for f in r.published],
         )
         for f in r.published:
-            a.keeper.published(IntentName.parse(f.intent))  # type: ignore[arg-type]
+            a.keeper.published(f.intent)
             log_event(log, "file_published", level=logging.DEBUG, partition=r.partition,
                       origin=r.origin, kind=_KIND_LABEL[f.kind], day=f.day, first=f.first_offset,
                       last=f.last_offset, rows=f.rows, bytes=f.nbytes, seconds=round(f.seconds, 4))

@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 
 from garmexport.pipeline import messages
+from garmexport.protocol.naming import IntentName
 from garmexport.settings.load import load_config
 
 
@@ -19,6 +20,7 @@ def test_every_message_type_survives_pickling_with_its_fields():
         "offsets": (11, 12), "values": (b"a", None), "kafka_ts": (1, 2), "days": (3, 4),
         "bad": ((1, "null_value", "record value is null", None),), "count": 1,
         "reason": "x", "exit_code": 0, "where": "w", "traceback": "t",
+        "intent": IntentName("fs", "d", "2026-11-01", 11),
     }
     checked = 0
     for cls in vars(messages).values():
