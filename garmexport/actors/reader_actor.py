@@ -27,7 +27,7 @@ from garmexport.actors.exporter_parts import assemble
 from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
-    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
+    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage,
 )
 from garmexport.actors.writer_actor import WriterActor
 from garmexport.pipeline.writer_lanes import WriterPool
@@ -98,12 +98,24 @@ class ReaderActor(ActorTypeDispatcher):
         """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
         for the first); False after a writer failed (the exporter is told)."""
         outcomes = self.pool.wait(wait_s) if wait_s > 0 else self.pool.take()
+        failed = False
+        partitions = set()
         for outcome in outcomes:
             if isinstance(outcome, Failure):
                 self.send(self.exporter, outcome)
-                return False
-            self._report(outcome)
-        return True
+                failed = True
+                break
+            self.reader.report(outcome)
+            partitions.add(outcome.partition)
+        # once per partition for all the reports taken, not once per report (a report per
+        # writer message): the lag moves when a report moves W, so show it now, not at the
+        # next tick; readiness follows the store at once too, as the next tick may be held
+        # up for seconds by storage calls that block while the store fails
+        for p in partitions:
+            self._update_lag(p)
+        if partitions:
+            self.health.set_store_reachable(self.reader.store_ok)
+        return not failed
 
     def _poll(self) -> None:
         if self.stopping is None and stop_signal.requested():
@@ -178,14 +190,6 @@ class ReaderActor(ActorTypeDispatcher):
         oldest = self.reader.oldest_waiting(p, high)
         if oldest is not None:
             self.metrics.set_lag_time(self.cfg.source.topic, p, *oldest)
-
-    def _report(self, msg: WriterReport) -> None:
-        self.reader.report(msg)
-        # the lag moves when a report moves W: show it now, not at the next tick
-        self._update_lag(msg.partition)
-        # readiness follows the store at once: the next tick may be held up for seconds
-        # by storage calls that block while the store fails
-        self.health.set_store_reachable(self.reader.store_ok)
 
     @escalating("reader stop")
     def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:

@@ -37,6 +37,7 @@ from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.pipeline.recovery import read_partition_state
+from garmexport.protocol.flush import tick_wanted
 from garmexport.protocol.resume import Chain
 from garmexport.pipeline.router import ORIGINS, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
@@ -253,6 +254,7 @@ class Reader:
 
     def tick(self, final: bool = False) -> None:
         now = self._clock()
+        age_s = self.cfg.writer.max_file_age_s
         for p, a in self.assigned.items():
             left = self.flusher.idle_in(p, a, now)
             if left is not None and left <= 0:
@@ -260,7 +262,11 @@ class Reader:
                 continue
             self.flusher.send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
-                self._send(origin, p, Tick(a.epoch))
+                # only the writers a tick can move: each tick is a message, a lane's turn
+                # and a report, for every writer every second
+                v = a.writers.get(origin)
+                if v is None or tick_wanted(v.oldest_open_s, v.store_failing, age_s, now):
+                    self._send(origin, p, Tick(a.epoch))
         self.flusher.enforce_budget(self.assigned)
         self.write_markers(now, force=final)
         set_writer_gauges(self.metrics, self.assigned, self.flusher.pending_bytes(self.assigned), now)
