@@ -243,6 +243,31 @@ def test_any_bytes_as_a_body_are_judged_by_upb_whatever_ptars_makes_of_them(even
     assert_same(native, columns_reference.decode_batch(event_type, values, 0, offsets))
 
 
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_the_floors_way_decodes_valid_and_refused_batches_as_the_exporter_does(event_type, data):
+    """check_first=False (the benchmark's floor): upb only when ptars refuses the batch.
+    Valid frames, and damaged ones that ptars refuses, come out as the exporter's do."""
+    values = [encode(*e) for e in data.draw(st.lists(gs.frames(event_type), max_size=8))]
+    refused = data.draw(st.booleans())
+    if refused:
+        values.insert(data.draw(st.integers(0, len(values))),
+                      encode(event_type.marker, 1, HEADER(), b"\xff"))  # varint cut short
+    offsets = list(range(len(values)))
+    order = np.arange(len(values))[::-1].copy() if data.draw(st.booleans()) else None
+    floor = decode_batch(event_type, values, 0, offsets, order, check_first=False)
+    assert_same(floor, decode_batch(event_type, values, 0, offsets, order))
+    assert len(floor[1]) == int(refused)
+
+
+@pytest.mark.parametrize(("event_type", "payload"), PTARS_ACCEPTS_UPB_REJECTS)
+def test_the_floors_way_is_not_exact_it_keeps_bodies_upb_rejects(event_type, payload):
+    values = [encode(event_type.marker, 2, HEADER(id="x"), payload)]
+    table, failures = decode_batch(event_type, values, 0, [0], check_first=False)
+    assert (table.num_rows, failures) == (1, [])
+
+
 def test_an_empty_batch_gives_an_empty_table_with_the_schema():
     for decoder in (decode_batch, columns_reference.decode_batch):
         table, failures = decoder(JVM, [], 0, [])
