@@ -16,8 +16,7 @@ written), ``start_wall_s``, and the process's CPU seconds (all threads, librdkaf
 included) at the first record and at done, ``first_record_cpu_s`` and ``done_cpu_s``.
 Exits 1 if ``--timeout-s`` passes before ``N`` records.
 
-:func:`main` takes the decoder and the file writer as arguments, so ``native_floor.py``
-runs this same loop with the exporter's native decoder and Parquet settings.
+``native_floor.py`` uses its :class:`Sink` with the exporter's Parquet settings.
 """
 
 from __future__ import annotations
@@ -93,14 +92,9 @@ def write_zstd(table: pa.Table, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", row_group_size=256 * 1024)
 
 
-Decoder = Callable[..., tuple[pa.Table, list]]  # (event_type, values, partition, offsets)
-
-
-def main(argv: list[str] | None = None, decode_batch: Decoder = decode_batch,
-         write_file: Callable[[pa.Table, Path], None] = write_zstd,
-         description: str = __doc__) -> int:
+def main(argv: list[str] | None = None) -> int:
     start = time.time()
-    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
@@ -113,7 +107,7 @@ def main(argv: list[str] | None = None, decode_batch: Decoder = decode_batch,
     args = parser.parse_args(argv)
     consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
     consumer.subscribe([args.topic])
-    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_file)
+    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes)
     pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}
 
     def decode(key: tuple[int, int]) -> None:
