@@ -15,8 +15,9 @@ apply and the open files are published at the end (``flush``), inside the measur
 
 Prints medians over the rounds of CPU-seconds per 1M records handed to the writers,
 for all origins and for the most frequent one; ``--profile`` adds a cProfile of one
-round (sorted by own time). With ``--publish`` it also prints what of "all" went to
-encoding the files (``to_parquet_bytes``) and to the commit protocol's own steps
+round (sorted by own time). It also prints what of "all" went to the upb check
+(``upb_check.find_bad``, bodies and distinct headers, which the exporter runs over every
+batch: DESIGN.md 9.8), and with ``--publish`` what went to encoding the files (``to_parquet_bytes``) and to the commit protocol's own steps
 (``publish_file``: the intent, the staged write, its fsyncs and the exclusive link), and
 the CPU of one marker write (``write_marker``, fsyncs included) on the same store.
 """
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from garmexport.settings.config import Config  # noqa: E402
 from garmexport.settings.load import load_config  # noqa: E402
 from garmexport.pipeline import origin_writer, publisher  # noqa: E402
+from garmexport.wire import upb_check  # noqa: E402
 from garmexport.pipeline.messages import Batch  # noqa: E402
 from garmexport.pipeline.origin_writer import OriginWriter  # noqa: E402
 from garmexport.pipeline.router import OriginBatch, Window, route  # noqa: E402
@@ -92,7 +94,7 @@ def make_batches(events: int, bad_share: float, days: int, seed: int,
 
 @contextlib.contextmanager
 def timing(spent: dict[str, float]):  # noqa: ANN201 - a context manager
-    """Count the CPU seconds of the writer's encode and publish calls into ``spent``."""
+    """Count the CPU seconds of the writer's upb checks, encodes and publishes into ``spent``."""
     def timed(name, fn):  # noqa: ANN001, ANN202
         def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
             c0 = time.process_time()
@@ -103,13 +105,14 @@ def timing(spent: dict[str, float]):  # noqa: ANN201 - a context manager
                 spent[name + " calls"] = spent.get(name + " calls", 0) + 1
         return call
 
-    saved = origin_writer.to_parquet_bytes, origin_writer.publish_file
+    saved = origin_writer.to_parquet_bytes, origin_writer.publish_file, upb_check.find_bad
     origin_writer.to_parquet_bytes = timed("encode", saved[0])
     origin_writer.publish_file = timed("protocol", saved[1])
+    upb_check.find_bad = timed("upb check", saved[2])
     try:
         yield spent
     finally:
-        origin_writer.to_parquet_bytes, origin_writer.publish_file = saved
+        origin_writer.to_parquet_bytes, origin_writer.publish_file, upb_check.find_bad = saved
 
 
 def marker_cpu_s(writes: int = 200) -> float:
@@ -186,6 +189,8 @@ def main(argv: list[str] | None = None) -> None:
         per_m = [r[name] / records[name] * 1e6 for r in rounds]
         print(f"  {name:12} {statistics.median(per_m):6.3f} CPU-s per 1M records "
               f"(min {min(per_m):.3f}, max {max(per_m):.3f})")
+    per_m = [p.get("upb check", 0.0) / records["all"] * 1e6 for p in parts]
+    print(f"  of all, upb check {statistics.median(per_m):6.3f} CPU-s per 1M records")
     if args.publish:
         for name in ("encode", "protocol"):
             per_m = [p.get(name, 0.0) / records["all"] * 1e6 for p in parts]
