@@ -27,7 +27,7 @@ from garmexport.actors.exporter_parts import assemble
 from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
-    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage,
+    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
 from garmexport.actors.writer_actor import WriterActor
 from garmexport.pipeline.writer_lanes import WriterPool
@@ -98,15 +98,18 @@ class ReaderActor(ActorTypeDispatcher):
         """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
         for the first); False after a writer failed (the exporter is told)."""
         outcomes = self.pool.wait(wait_s) if wait_s > 0 else self.pool.take()
-        failed = False
-        partitions = set()
+        reports: list[WriterReport] = []
+        failure: Failure | None = None
         for outcome in outcomes:
             if isinstance(outcome, Failure):
-                self.send(self.exporter, outcome)
-                failed = True
+                failure = outcome  # what came after it is not applied: the process stops
                 break
-            self.reader.report(outcome)
-            partitions.add(outcome.partition)
+            reports.append(outcome)
+        if reports:
+            self.reader.reports(reports)
+        if failure is not None:
+            self.send(self.exporter, failure)
+        partitions = {r.partition for r in reports}
         # once per partition for all the reports taken, not once per report (a report per
         # writer message): the lag moves when a report moves W, so show it now, not at the
         # next tick; readiness follows the store at once too, as the next tick may be held
@@ -115,7 +118,7 @@ class ReaderActor(ActorTypeDispatcher):
             self._update_lag(p)
         if partitions:
             self.health.set_store_reachable(self.reader.store_ok)
-        return not failed
+        return failure is None
 
     def _poll(self) -> None:
         if self.stopping is None and stop_signal.requested():

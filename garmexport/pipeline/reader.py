@@ -188,6 +188,23 @@ class Reader:
 
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
+        """One writer report (:meth:`reports`)."""
+        self.reports([r])
+
+    def reports(self, reports: Iterable[WriterReport]) -> None:
+        """Writer reports, in the order they were made. Each moves W, tells the marker
+        keeper of the intents it published and counts its metrics; the byte budget and the
+        pause are decided once for all of them, on the views they leave (per report while a
+        writer's store fails or just failed, so every failure episode starts and ends as
+        the reports say)."""
+        for r in reports:
+            if self._apply(r):
+                self._update_pause()
+        self.flusher.enforce_budget(self.assigned)
+        self._update_pause()
+
+    def _apply(self, r: WriterReport) -> bool:
+        """One report; True if its writer's store fails or failed until now."""
         if r.storage_failures:
             self.metrics.storage_failure("publish", r.storage_failures)
         if r.storage_retries:
@@ -202,9 +219,9 @@ class Reader:
                       origin=r.origin, path=r.fenced_path, assigned=current)
             if current:
                 self.resync(r.partition)
-            return
+            return False
         if not current:
-            return
+            return False
         a.ledger.reported(
             r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
             published=[(Chain(r.origin, f.kind, f.day), f.last_offset) for f in r.published],
@@ -227,11 +244,11 @@ class Reader:
         w = a.writers.setdefault(r.origin, WriterView())
         w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
         w.flush_requested = False
-        self.flusher.enforce_budget(self.assigned)
+        failing = w.store_failing or r.store_failing
         w.store_error = r.store_error
         w.store_failing = r.store_failing
         self.store_watch.writer_reported(r.store_failing, r.store_error)
-        self._update_pause()
+        return failing
 
     def resync(self, p: int) -> None:
         """After a fence: drop the partition's writers, re-read its state, seek again."""
