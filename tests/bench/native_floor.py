@@ -19,14 +19,11 @@ partition from the client:
 
 No actors, no routing rules beyond the frame head, no window, no intents, markers, links
 or fsyncs, no quarantine files. The exporter's CPU per event above this floor is what the
-protocol and the rest cost. Options and the JSON line are ``plain_pipeline.py``'s.
+protocol and the rest cost. Options, consume loop and JSON line are ``plain_pipeline.py``'s.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
 from operator import itemgetter, length_hint
@@ -34,9 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from baseline_consumer import baseline_consumer_settings  # tests/bench, the script's directory
-from confluent_kafka import Consumer, Message
-from plain_pipeline import Sink
+from confluent_kafka import Message
+from plain_pipeline import Sink, arguments, run  # tests/bench, the script's directory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -96,51 +92,17 @@ class Gather:
                                         np.concatenate(offsets), check_first=False)
         self.sink.add(event_type.output, table)
 
-    def close(self) -> None:
+    def finish(self) -> None:
         for key in list(self.pending):
             self.decode(key)
-        self.sink.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     start = time.time()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--events", type=int, required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--batch", type=int, default=8192, help="records per decode call")
-    parser.add_argument("--file-rows", type=int, default=1_000_000)
-    parser.add_argument("--budget-bytes", type=int, default=256 * 1024 * 1024)
-    parser.add_argument("--timeout-s", type=float, default=600.0)
-    args = parser.parse_args(argv)
-    consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
-    consumer.subscribe([args.topic])
+    args = arguments(__doc__, argv)
     sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_like_exporter)
     gather = Gather(sink, args.batch)
-    consumed, first, first_cpu = 0, None, None
-    deadline = time.monotonic() + args.timeout_s
-    try:
-        while consumed < args.events and time.monotonic() < deadline:
-            msgs = consumer.consume(10_000, 0.5)
-            if any(map(Message.error, msgs)):
-                msgs = [m for m in msgs if m.error() is None]
-            if not msgs:
-                continue
-            if first is None:
-                first, first_cpu = time.time(), time.process_time()
-            consumed += len(msgs)
-            gather.poll(msgs)
-        gather.close()
-    finally:
-        done, done_cpu = time.time(), time.process_time()
-        consumer.close()
-    print(json.dumps({"consumed": consumed, "rows": sink.written_rows, "files": sink.files,
-                      "start_wall_s": start, "first_record_wall_s": first, "done_wall_s": done,
-                      "first_record_cpu_s": first_cpu, "done_cpu_s": done_cpu,
-                      "pid": os.getpid()}), flush=True)
-    return 0 if consumed >= args.events else 1
+    return run(args, start, sink, gather.poll, gather.finish)
 
 
 if __name__ == "__main__":
