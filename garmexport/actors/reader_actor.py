@@ -100,12 +100,27 @@ class ReaderActor(ActorTypeDispatcher):
         """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
         for the first); False after a writer failed (the exporter is told)."""
         outcomes = self.pool.wait(wait_s) if wait_s > 0 else self.pool.take()
+        reports: list[WriterReport] = []
+        failure: Failure | None = None
         for outcome in outcomes:
             if isinstance(outcome, Failure):
-                self.send(self.exporter, outcome)
-                return False
-            self._report(outcome)
-        return True
+                failure = outcome  # what came after it is not applied: the process stops
+                break
+            reports.append(outcome)
+        if reports:
+            self.reader.reports(reports)
+        if failure is not None:
+            self.send(self.exporter, failure)
+        partitions = {r.partition for r in reports}
+        # once per partition for all the reports taken, not once per report (a report per
+        # writer message): the lag moves when a report moves W, so show it now, not at the
+        # next tick; readiness follows the store at once too, as the next tick may be held
+        # up for seconds by storage calls that block while the store fails
+        for p in partitions:
+            self._update_lag(p)
+        if partitions:
+            self.health.set_store_reachable(self.reader.store_ok)
+        return failure is None
 
     def _poll(self) -> None:
         if self.stopping is None and stop_signal.requested():
@@ -181,14 +196,6 @@ class ReaderActor(ActorTypeDispatcher):
         oldest = self.reader.oldest_waiting(p, high)
         if oldest is not None:
             self.metrics.set_lag_time(self.cfg.source.topic, p, *oldest)
-
-    def _report(self, msg: WriterReport) -> None:
-        self.reader.report(msg)
-        # the lag moves when a report moves W: show it now, not at the next tick
-        self._update_lag(msg.partition)
-        # readiness follows the store at once: the next tick may be held up for seconds
-        # by storage calls that block while the store fails
-        self.health.set_store_reachable(self.reader.store_ok)
 
     @escalating("reader stop")
     def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:

@@ -34,12 +34,12 @@ from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
-from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.pipeline.jvm_recovery import JvmScan
 from garmexport.pipeline.jvm_takeover import record_takeover
 from garmexport.pipeline.recovery import read_partition_state
+from garmexport.protocol.flush import tick_wanted
 from garmexport.protocol.resume import Chain
 from garmexport.pipeline.router import ORIGINS, exported_origins, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
@@ -211,6 +211,23 @@ class Reader:
 
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
+        """One writer report (:meth:`reports`)."""
+        self.reports([r])
+
+    def reports(self, reports: Iterable[WriterReport]) -> None:
+        """Writer reports, in the order they were made. Each moves W, tells the marker
+        keeper of the intents it published and counts its metrics; the byte budget and the
+        pause are decided once for all of them, on the views they leave (per report while a
+        writer's store fails or just failed, so every failure episode starts and ends as
+        the reports say)."""
+        for r in reports:
+            if self._apply(r):
+                self._update_pause()
+        self.flusher.enforce_budget(self.assigned)
+        self._update_pause()
+
+    def _apply(self, r: WriterReport) -> bool:
+        """One report; True if its writer's store fails or failed until now."""
         if r.storage_failures:
             self.metrics.storage_failure("publish", r.storage_failures)
         if r.storage_retries:
@@ -225,15 +242,15 @@ class Reader:
                       origin=r.origin, path=r.fenced_path, assigned=current)
             if current:
                 self.resync(r.partition)
-            return
+            return False
         if not current:
-            return
+            return False
         a.ledger.reported(
             r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
             published=[(Chain(r.origin, f.kind, f.day), f.last_offset) for f in r.published],
         )
         for f in r.published:
-            a.keeper.published(IntentName.parse(f.intent))  # type: ignore[arg-type]
+            a.keeper.published(f.intent)
             log_event(log, "file_published", level=logging.DEBUG, partition=r.partition,
                       origin=r.origin, kind=_KIND_LABEL[f.kind], day=f.day, first=f.first_offset,
                       last=f.last_offset, rows=f.rows, bytes=f.nbytes, seconds=round(f.seconds, 4))
@@ -250,11 +267,11 @@ class Reader:
         w = a.writers.setdefault(r.origin, WriterView())
         w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
         w.flush_requested = False
-        self.flusher.enforce_budget(self.assigned)
+        failing = w.store_failing or r.store_failing
         w.store_error = r.store_error
         w.store_failing = r.store_failing
         self.store_watch.writer_reported(r.store_failing, r.store_error)
-        self._update_pause()
+        return failing
 
     def resync(self, p: int) -> None:
         """After a fence: drop the partition's writers, re-read its state, seek again."""
@@ -277,6 +294,7 @@ class Reader:
 
     def tick(self, final: bool = False) -> None:
         now = self._clock()
+        age_s = self.cfg.writer.max_file_age_s
         for p, a in self.assigned.items():
             left = self.flusher.idle_in(p, a, now)
             if left is not None and left <= 0:
@@ -284,7 +302,11 @@ class Reader:
                 continue
             self.flusher.send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
-                self._send(origin, p, Tick(a.epoch))
+                # only the writers a tick can move: each tick is a message, a lane's turn
+                # and a report, for every writer every second
+                v = a.writers.get(origin)
+                if v is None or tick_wanted(v.oldest_open_s, v.store_failing, age_s, now):
+                    self._send(origin, p, Tick(a.epoch))
         self.flusher.enforce_budget(self.assigned)
         self.write_markers(now, force=final)
         set_writer_gauges(self.metrics, self.assigned, self.flusher.pending_bytes(self.assigned), now)
