@@ -10,9 +10,11 @@
      |    +-- StoreGaveUp(StorageError)                storage.retry_attempts failed in a row:
      |                                                 the exporter stops (exit 1)
      +-- BrokerError(GarmexportError, ConnectionError) Kafka could not be reached or answered wrong
- +-- MetastoreError(GarmexportError, ConnectionError)
- |                                                 a Hive metastore call failed (retried in the
- |                                                 background; never stops the export)
+     +-- MetastoreError(GarmexportError, ConnectionError)
+     |    |                                            a Hive metastore call failed (retried in the
+     |    |                                            background; never stops the export)
+     |    +-- TableMissing(MetastoreError, LookupError)
+     |                                                 the table (or its database) is not there
      +-- ProtocolViolation(GarmexportError, RuntimeError)
                                                        an invariant of the commit protocol broke:
                                                        never caught, the process exits non-zero
@@ -60,6 +62,11 @@ class BrokerError(GarmexportError, ConnectionError):
 
 class MetastoreError(GarmexportError, ConnectionError):
     """A Hive metastore call failed; partition registration backs off and retries."""
+
+
+class TableMissing(MetastoreError, LookupError):
+    """The metastore has no such table (or database): dropped, or restored from an older
+    backup. Registration forgets that it made the table and makes it again."""
 
 
 class ProtocolViolation(GarmexportError, RuntimeError):

@@ -22,6 +22,7 @@ from garmexport.settings.config import Config
 from garmexport.actors.exporter_actor import ExporterActor
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
+from garmexport.pipeline.unfinished import Unfinished
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,13 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
     or None to subscribe when the reader starts.
     """
     instance = instance or new_instance_id()
-    stop_signal.install(config.protocol.shutdown_timeout_s + 10.0)
+    unfinished = Unfinished()
+
+    def forced(why: str, code: int) -> None:
+        log_event(log, "stop_forced", level=logging.WARNING, why=why, code=code,
+                  **unfinished.fields())
+
+    stop_signal.install(config.protocol.shutdown_timeout_s + 10.0, forced)
     log_event(log, "starting", instance=instance, topic=config.source.topic,
               root=config.output.root, base=config.actors.system_base)
     started = time.monotonic()
@@ -76,7 +83,7 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
     asys = actor_system()
     try:
         top = asys.createActor(ExporterActor)
-        asys.tell(top, StartExport(config, instance, source))
+        asys.tell(top, StartExport(config, instance, source, unfinished))
         stop_sent = False
         while True:
             msg = asys.listen(timedelta(seconds=0.5))

@@ -14,6 +14,8 @@ from garmexport.cli.arg_types import instance_id
 from garmexport.settings.config import Config
 from garmexport.observe.logs import log_event
 
+log = logging.getLogger(__name__)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance", metavar="ID", type=instance_id,
@@ -50,6 +52,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.pipeline.kafka_source import KafkaSource
 
     _prepare_root(args, config)
+    if config.jvm.takeover and args.reader is None:  # a reader's supervisor did it
+        _take_over_before_joining(config)
     # Joining the consumer group takes seconds; start it before loading the exporter's
     # modules and actors (about half a second) so that the two overlap.
     source = KafkaSource(config)
@@ -67,4 +71,25 @@ def _supervise(args: argparse.Namespace, config: Config) -> int:
     logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
                    fields={"reader": SUPERVISOR})
     _prepare_root(args, config)  # once, before its readers start
+    if config.jvm.takeover:
+        _take_over_before_joining(config)  # once for the instance, before any reader joins
     return run_supervisor(config, args.instance or new_instance_id(), args.config)
+
+
+def _take_over_before_joining(config: Config) -> None:
+    """Partitions without a marker on a JVM exporter's root are taken over here, outside the
+    group. Without the broker's partition list, or with the store failing, the assignment
+    does it instead (as it did before this step existed): a start is never refused here for
+    what the assignment would wait out."""
+    from garmexport.errors import BrokerError, StorageError
+    from garmexport.observe.logs import log_event
+    from garmexport.pipeline.jvm_takeover import before_joining
+    from garmexport.tools.broker_scan import REACH_TIMEOUT_S, partitions_of
+
+    try:
+        partitions = partitions_of(config.consumer_settings(), config.source.topic,
+                                   REACH_TIMEOUT_S)
+        before_joining(config, partitions)
+    except (BrokerError, StorageError) as exc:
+        log_event(log, "jvm_takeover_deferred", level=logging.WARNING, error=str(exc),
+                  reason="partitions without a marker are taken over in the assignment")

@@ -30,7 +30,8 @@ class FileOps(Protocol):
     def root_state(self) -> str: ...  # ROOT_DIRECTORY, ROOT_MISSING or ROOT_NOT_DIRECTORY
     def list(self, path: str) -> list[Entry]: ...
     def read(self, path: str) -> bytes: ...
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]: ...
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]: ...
     def write(self, path: str, data: bytes) -> None: ...
     def rename(self, src: str, dst: str) -> None: ...
     def delete(self, path: str) -> None: ...
@@ -69,7 +70,8 @@ class LocalFs:
         with open(self._p(path), "rb") as f:
             return f.read()
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:  # size: not needed
         with open(self._p(path), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             f.seek(max(0, size - nbytes))
@@ -131,7 +133,8 @@ class HadoopFs:
     def read(self, path: str) -> bytes:
         return self.read_tail(path, 1 << 62)[0]
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:  # size: not needed
         p = self._p(path)
         size = self._fs.getFileStatus(p).getLen()
         n = min(size, nbytes)

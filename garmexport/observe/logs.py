@@ -30,6 +30,7 @@ import logging
 import re
 import sys
 import threading
+import traceback
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -79,8 +80,21 @@ def _parts(record: logging.LogRecord) -> tuple[str, dict[str, Any]]:
         event = _cut(event)
         fields = {key: _cut(value) for key, value in fields.items()}
     if record.exc_info:
-        fields["exc"] = logging.Formatter().formatException(record.exc_info)
+        fields["exc"] = _exception_text(record.exc_info)
     return event, fields
+
+
+def _exception_text(exc_info: Any) -> str:
+    """The traceback as text; never raises. Some values are not exceptions the traceback
+    module can walk (librdkafka's ``KafkaError`` carried as an exception's value has no
+    ``__suppress_context__``): then their type, text and the frames alone, so that the line
+    is still one line of the configured format rather than a logging error on stderr."""
+    try:
+        return logging.Formatter().formatException(exc_info)
+    except Exception:  # noqa: BLE001 - a log line must not fail on what it reports
+        kind, value, tb = exc_info
+        frames = "".join(traceback.format_tb(tb)) if tb is not None else ""
+        return f"Traceback (most recent call last):\n{frames}{getattr(kind, '__name__', kind)}: {value}"
 
 
 def _cut(value: Any) -> Any:

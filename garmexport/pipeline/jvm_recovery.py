@@ -4,7 +4,8 @@
 Used only for a partition with no garmexport marker (recovery asks first). Cost, whatever
 the number of partitions asked about: one listing of each type directory, one listing per
 day directory, and one footer read per (type, partition, day), of the newest file of that
-day only; all are kept for the life of the scan, so a second assignment of a partition
+day only, addressed by the size the listing gave (on WebHDFS an OPEN and its redirect, no
+status request); all are kept for the life of the scan, so a second assignment of a partition
 reads nothing again. Footers are read on a few threads: on HDFS each is a NameNode call
 and a DataNode read, and a two-year root holds 100,000 of them.
 """
@@ -57,9 +58,9 @@ class JvmScan:
                 out.append((day, dirname, self._files[(origin, dirname)]))
         return out
 
-    def _day_max(self, path: str) -> int | None:
+    def _day_max(self, path: str, size: int) -> int | None:
         try:
-            meta = read_footer(self.storage, path)
+            meta = read_footer(self.storage, path, size)
             with self._lock:
                 self.footers_read += 1
             return column_max(meta, OFFSET_COLUMN)
@@ -70,22 +71,24 @@ class JvmScan:
                 "(README, Taking over from the JVM exporter)") from None
         except ValueError as exc:
             raise ProtocolViolation(f"{self.storage.uri}/{path}: not a JVM exporter data "
-                                    f"file garmexport can resume from: {exc}") from None
+                                    f"file garmexport can resume from ({exc}), or it changed "
+                                    f"since it was listed at {size} bytes (is the JVM "
+                                    "exporter still running?)") from None
 
     def found(self, partition: int) -> dict[str, JvmFound]:
         """Per origin, the highest offset the JVM exporter committed for ``partition`` and
         the file that holds it; origins it never wrote for the partition are absent."""
         if partition in self._found:
             return self._found[partition]
-        wanted: list[tuple[str, str, str]] = []  # (origin, day, path)
+        wanted: list[tuple[str, str, str, int]] = []  # (origin, day, path, size listed)
         for origin in self.origins:
             newest = newest_per_day(self._listing(origin), partition, self.cluster)
-            wanted += [(origin, day, f"{origin}/{d}/{f.name}")
+            wanted += [(origin, day, f"{origin}/{d}/{f.name}", self._files[(origin, d)][f.name])
                        for day, (d, f) in sorted(newest.items())]
         with ThreadPoolExecutor(self.threads) as pool:
-            maxima = list(pool.map(lambda w: self._day_max(w[2]), wanted))
+            maxima = list(pool.map(lambda w: self._day_max(w[2], w[3]), wanted))
         per_origin: dict[str, list[JvmFound]] = {}
-        for (origin, day, path), top in zip(wanted, maxima):
+        for (origin, day, path, _), top in zip(wanted, maxima):
             if top is not None:
                 per_origin.setdefault(origin, []).append(JvmFound(top, day, path))
         result = {o: h for o, fs in per_origin.items() if (h := highest(fs)) is not None}

@@ -27,7 +27,8 @@ _MAGIC = b"PAR1"
 class TailReader(Protocol):
     """What reading a footer needs of a store (``Storage`` and compaction's ``FileOps``)."""
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]: ...
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]: ...
 
 
 @dataclass(frozen=True)
@@ -66,20 +67,22 @@ class FileFacts:
             raise ValueError(f"no garmexport metadata {exc}") from None
 
 
-def read_footer(store: TailReader, path: str) -> pq.FileMetaData:
+def read_footer(store: TailReader, path: str, size: int | None = None) -> pq.FileMetaData:
     """The Parquet footer of ``path``, from one tail read (two if the footer is larger).
 
-    Raises ValueError if the file is not Parquet or its footer does not parse, and whatever
-    ``read_tail`` raises (FileNotFoundError for a missing file).
+    ``size``: the file's size from a listing, which spares a store like WebHDFS a request
+    per footer (``Storage.read_tail``); a file that changed size since then fails the
+    checks below. Raises ValueError if the file is not Parquet or its footer does not
+    parse, and whatever ``read_tail`` raises (FileNotFoundError for a missing file).
     """
-    tail, _ = store.read_tail(path, FOOTER_TAIL_BYTES)
+    tail, size = store.read_tail(path, FOOTER_TAIL_BYTES, size)
     if len(tail) < 12 or tail[-4:] != _MAGIC:
         raise ValueError(f"{path} is not a Parquet file")
     (length,) = struct.unpack("<i", tail[-8:-4])
     if length < 0:
         raise ValueError(f"{path}: footer length {length}")
     if length + 8 > len(tail):
-        tail, _ = store.read_tail(path, length + 8)
+        tail, _ = store.read_tail(path, length + 8, size)
         if len(tail) < length + 8:
             raise ValueError(f"{path}: footer length {length} exceeds the file")
     # read_metadata needs a whole "file": magic + footer + length + magic is enough.

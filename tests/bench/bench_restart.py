@@ -110,20 +110,15 @@ def build_jvm_history(root: Path, days: int, partitions: int, last_day: int) -> 
 def jvm_takeover_cost(storage, partitions: int, count) -> dict[str, float]:
     """Seconds and store requests of a first start (takeover) and of a later one."""
     from garmexport.pipeline.jvm_recovery import JvmScan
+    from garmexport.pipeline.jvm_takeover import take_over
     from garmexport.pipeline.recovery import read_partition_state
     from garmexport.pipeline.router import exported_origins
-    from garmexport.protocol.naming import TAKEOVER_FILE
 
     scan = JvmScan(storage, exported_origins())
     before, t = count(), time.monotonic()
-    for p in range(partitions):
-        rec = read_partition_state(storage, SOURCE, TOPIC, p, scan)
-        takeover = scan.takeover(p)
-        assert rec.jvm and takeover is not None
-        storage.put_exclusive(f"{partition_dir(SOURCE, TOPIC, p)}/{TAKEOVER_FILE}", takeover.to_json())
-        marker = Marker(p, {o: f.offset for o, f in rec.jvm.items()}, {}, 0, 0)
-        storage.put_exclusive(f"{partition_dir(SOURCE, TOPIC, p)}/{MarkerName('b', 1).format()}",
-                              marker.to_json())
+    # what ``offsets set --from-jvm`` and ``run`` (before joining) do
+    done = take_over(storage, SOURCE, TOPIC, range(partitions), scan)
+    assert all(d.outcome == "written" for d in done), done
     first_s, first_n = time.monotonic() - t, count() - before
     footers = scan.footers_read
     scan = JvmScan(storage, exported_origins())
@@ -161,9 +156,9 @@ def main_jvm(days: int, partitions: int, latencies_ms: list[float], out_json: st
                 calls[0] += 1
                 return super().list(path)
 
-            def read_tail(self, path, nbytes):  # noqa: ANN001, ANN202
+            def read_tail(self, path, nbytes, size=None):  # noqa: ANN001, ANN202
                 calls[0] += 1
-                return super().read_tail(path, nbytes)
+                return super().read_tail(path, nbytes, size)
 
         results["local"] = jvm_takeover_cost(Counting(str(out), "bench"), partitions,
                                              lambda: calls[0])

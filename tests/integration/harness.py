@@ -257,6 +257,19 @@ def assert_exact(env: Mapping[str, str], ends: Mapping[int, int]) -> dict:
     return report
 
 
+def export_all_exactly_once(env: Mapping[str, str], log_dir: Path, name: str) -> None:
+    """Run one exporter with ``env`` until it has committed the topic to its end, stop it
+    cleanly, and check that every record is in the output exactly once."""
+    bootstrap, topic = env["GARMEXPORT_KAFKA_BOOTSTRAP_SERVERS"], env["GARMEXPORT_SOURCE_TOPIC"]
+    with exporter_runs() as runs:
+        run = Exporter(env, log_dir, name)
+        runs.append(run)
+        ends = topic_ends(bootstrap, topic)
+        wait_caught_up(env["GARMEXPORT_OUTPUT_ROOT"], topic, ends, 120, run.check_alive)
+        assert run.terminate() == 0, run.tail()
+    assert_exact(env, ends)
+
+
 def foreign_visible_files(root: Path) -> list[str]:
     """Files a reader of the datasets could see that are not published output names:
     anything outside ``_``/``.`` directories that is not ``<dataset>/day=D/<final name>``."""

@@ -11,7 +11,11 @@ SIGKILLs at random moments, restarts, a last instance that catches up. ``garmexp
 verify`` must find every record of the topic in exactly one data row across the JVM files
 and garmexport's, heartbeat rows counted apart.
 
-A second test switches while the JVM exporter still writes: it merges rows into the
+A second test takes the root over ahead of time with ``garmexport offsets set --from-jvm``,
+outside the consumer group: ``offsets`` shows the same resume points before and after, and
+the exporters that follow read markers only, with the same exactly-once result.
+
+A third test switches while the JVM exporter still writes: it merges rows into the
 newest file of a day after garmexport took over. The next garmexport start refuses,
 naming the file, rather than export those records twice (README, Taking over from the
 JVM exporter).
@@ -136,6 +140,63 @@ def test_every_record_is_in_one_data_row_across_jvm_and_garmexport_files_after_k
         assert all(f.exists() for f in built.files)
 
 
+def test_the_offsets_step_takes_over_outside_the_group_and_the_exporters_read_only_markers(
+        broker, tmp_path: Path) -> None:
+    topic, era = jvm_era(broker, 3)
+    cut = {p: recs[: int(len(recs) * (0.6 + 0.1 * p))] for p, recs in era.items()}
+    root = tmp_path / "out"
+    built = build(root, cut, rows_per_file=250, groups_per_file=2, heartbeat_every=400,
+                  skip_origins=[NEVER_IN_JVM])
+    produce(broker.bootstrap, topic, 6_000, partitions=3, seed=11, days=2, late_share=0.1)
+    ends = topic_ends(broker.bootstrap, topic)
+    env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_AGE_S=1,
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, WRITER_BATCH_MAX_RECORDS=300)
+
+    def offsets(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([PYTHON, "-m", "garmexport", "offsets", *args], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done
+
+    def resume_points() -> dict[int, tuple[int, dict]]:
+        shown = json.loads(offsets("--json").stdout)["partitions"]
+        return {r["partition"]: (r["seek"], r["low"]) for r in shown}
+
+    before = resume_points()
+    for p in range(3):
+        assert before[p][1] == {o: built.high(o, p) for o in before[p][1]}
+        assert before[p][0] == min(before[p][1].values()) + 1 and NEVER_IN_JVM not in before[p][1]
+    step = offsets("set", "--from-jvm", "--all-partitions").stdout
+    for p in range(3):
+        assert f"partition {p}: seek {before[p][0]}, " in step, step
+        pdir = root / "_offsets" / f"local+{topic}" / f"{p:05d}"
+        assert (pdir / "j+takeover.json").exists()
+        assert [f.name for f in pdir.iterdir() if f.name.startswith("m+jvm-takeover-")]
+    assert step.count(": written") == 3, step
+    assert resume_points() == before
+    again = offsets("set", "--from-jvm", "--all-partitions").stdout
+    assert again.count(": has markers") == 3, again
+
+    with exporter_runs() as runs:
+        first = Exporter(env, tmp_path, "after-step")
+        runs.append(first)
+        first.wait_event("assigned", timeout_s=90)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            first.process.wait(timeout=random.Random(7).uniform(1.0, 2.5))
+        first.kill()
+        final = Exporter(env, tmp_path, "final")
+        runs.append(final)
+        final.wait_event("assigned", timeout_s=90)
+        wait_caught_up(str(root), topic, ends, timeout_s=300, alive=final.check_alive)
+        assert final.terminate() == 0, final.tail()
+        for run in runs:  # no footer scan, before the join nor in the assignment
+            assert not run.events("jvm_takeover_scan") and not run.events("jvm_takeover"), \
+                run.tail()
+        report = assert_exact(env, ends)
+        assert report["jvm_files"] == len(built.files)
+        assert all(f.exists() for f in built.files)
+
+
 def test_a_start_after_the_jvm_exporter_merged_more_rows_into_its_newest_file_is_refused(
         broker, tmp_path: Path) -> None:
     topic, era = jvm_era(broker, 2)
@@ -148,6 +209,8 @@ def test_a_start_after_the_jvm_exporter_merged_more_rows_into_its_newest_file_is
         runs.append(first)
         first.wait_event("jvm_takeover", timeout_s=90)
         first.wait_event("assigned", timeout_s=90)
+        # taken over before the group join (``max.poll.interval.ms`` does not bound it)
+        assert first.events("jvm_takeover_scanned"), first.tail()
         assert first.terminate() == 0, first.tail()
 
         # the JVM exporter, still running, appends its next rows to the newest file of the

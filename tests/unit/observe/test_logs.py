@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from garmexport.settings.config import MASK as REDACTED
-from garmexport.observe.logs import configure, log_event, redact
+from garmexport.observe.logs import JsonFormatter, configure, log_event, redact
 
 
 @pytest.fixture
@@ -105,6 +105,29 @@ def test_a_traceback_is_one_field_of_one_line() -> None:
         logging.getLogger("t").exception("writer_failed")
     [line] = lines(stream)
     assert line.split(" ")[3] == "writer_failed" and "RuntimeError: boom" in line
+
+
+@pytest.mark.usefixtures("restore_root")
+def test_a_value_the_traceback_module_cannot_walk_still_makes_one_json_line() -> None:
+    # librdkafka's KafkaError, carried as an exception's value, has no __suppress_context__:
+    # logging's own formatter raised on it and printed '--- Logging error ---' to stderr
+    # (a logger of its own: pytest's capture handler formats with logging's own formatter)
+    from confluent_kafka import KafkaError
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    log = logging.getLogger("t.kafka_error")
+    log.addHandler(handler)
+    log.propagate = False
+    err = KafkaError(KafkaError._TRANSPORT, "broker down")
+    try:
+        log.error("uncaught_exception", exc_info=(KafkaError, err, None))
+    finally:
+        log.removeHandler(handler)
+    [line] = stream.getvalue().splitlines()
+    doc = json.loads(line)
+    assert doc["event"] == "uncaught_exception" and "broker down" in doc["exc"]
 
 
 @pytest.mark.usefixtures("restore_root")

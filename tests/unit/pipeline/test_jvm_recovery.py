@@ -23,9 +23,10 @@ class CountingStorage(LocalStorage):
         super().__init__(root, "t")
         self.tails = 0
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:
         self.tails += 1
-        return super().read_tail(path, nbytes)
+        return super().read_tail(path, nbytes, size)
 
 
 @pytest.fixture(scope="module")
