@@ -168,10 +168,11 @@ def expected_from_records(partition: int, records: list,
     expected: dict[int, str] = {}
     for origin, batch in routed.batches.items():
         bad = {i for i, *_ in batch.bad}
-        for i, off in enumerate(batch.offsets):
+        # the router's columns are int64 arrays: Python ints here, for JSON and day_name
+        for i, (off, day) in enumerate(zip(batch.offsets.tolist(), batch.days.tolist())):
             expected[off] = QUARANTINE_DIR if i in bad else origin
             if days is not None:
-                days[off] = day_name(batch.days[i])
+                days[off] = day_name(day)
     return expected
 
 
