@@ -11,6 +11,7 @@
  +-- MetastoreError(GarmexportError, ConnectionError)
  |                                                 a Hive metastore call failed (retried in the
  |                                                 background; never stops the export)
+     +-- LeaseLost(GarmexportError, RuntimeError)      another compaction holds the output root
      +-- ProtocolViolation(GarmexportError, RuntimeError)
                                                        an invariant of the commit protocol broke:
                                                        never caught, the process exits non-zero
@@ -48,6 +49,11 @@ class BrokerError(GarmexportError, ConnectionError):
 
 class MetastoreError(GarmexportError, ConnectionError):
     """A Hive metastore call failed; partition registration backs off and retries."""
+
+
+class LeaseLost(GarmexportError, RuntimeError):
+    """Another compaction run holds (or took over) the output root's lease; this run stops
+    before its next commit and the holder finishes the work."""
 
 
 class ProtocolViolation(GarmexportError, RuntimeError):

@@ -8,8 +8,8 @@ a small footer, and a day holds thousands of files. Paths are ``/``-separated, r
 the root.
 
 Contracts: ``list`` of a missing directory is ``[]``; ``delete``/``delete_tree`` of a
-missing path is fine; ``rename`` never overwrites (raises StorageError if the target
-exists or the rename fails); ``write`` replaces the file through a hidden temp name and a
+missing path is fine; ``rename`` and ``copy`` never overwrite (raise StorageError if the
+target exists or the call fails; a copy appears whole or not at all); ``write`` replaces the file through a hidden temp name and a
 rename, so a reader sees the old content, nothing, or the new content, never a part.
 """
 
@@ -31,6 +31,7 @@ class FileOps(Protocol):
     def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]: ...
     def write(self, path: str, data: bytes) -> None: ...
     def rename(self, src: str, dst: str) -> None: ...
+    def copy(self, src: str, dst: str) -> None: ...
     def delete(self, path: str) -> None: ...
     def delete_tree(self, path: str) -> None: ...
 
@@ -84,6 +85,27 @@ class LocalFs:
             raise StorageError(f"rename {src} -> {dst}: {exc}") from exc
         os.unlink(self._p(src))
 
+    def copy(self, src: str, dst: str) -> None:
+        """A hard link: data files are never changed once published, so sharing the inode
+        costs no bytes; a plain copy (through a temp name) where links are refused."""
+        os.makedirs(os.path.dirname(self._p(dst)), exist_ok=True)
+        try:
+            os.link(self._p(src), self._p(dst))
+            return
+        except FileExistsError as exc:
+            raise StorageError(f"copy {src} -> {dst}: {exc}") from exc
+        except OSError:
+            pass  # EXDEV, EPERM: no hard links here
+        tmp = self._p(_tmp_name(dst))
+        try:
+            shutil.copyfile(self._p(src), tmp)
+            os.link(tmp, self._p(dst))
+        except OSError as exc:
+            raise StorageError(f"copy {src} -> {dst}: {exc}") from exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
     def delete(self, path: str) -> None:
         try:
             os.unlink(self._p(path))
@@ -101,7 +123,8 @@ class HadoopFs:
         self.uri = uri.rstrip("/")
         self._jvm = spark._jvm
         self._Path = self._jvm.org.apache.hadoop.fs.Path
-        self._fs = self._Path(self.uri).getFileSystem(spark._jsc.hadoopConfiguration())
+        self._conf = spark._jsc.hadoopConfiguration()
+        self._fs = self._Path(self.uri).getFileSystem(self._conf)
         # No .crc side files from the local checksum file system (no-op elsewhere).
         self._fs.setWriteChecksum(False)
 
@@ -145,6 +168,15 @@ class HadoopFs:
     def rename(self, src: str, dst: str) -> None:
         if self._fs.exists(self._p(dst)) or not self._fs.rename(self._p(src), self._p(dst)):
             raise StorageError(f"rename {src} -> {dst} failed (target exists or source missing)")
+
+    def copy(self, src: str, dst: str) -> None:
+        """A byte copy through the driver into a hidden temp name, then a rename."""
+        tmp = self._p(_tmp_name(dst))
+        copied = self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+            self._fs, self._p(src), self._fs, tmp, False, True, self._conf)
+        if not copied:
+            raise StorageError(f"copy {src} -> {dst} failed")
+        self.rename(_tmp_name(dst), dst)
 
     def delete(self, path: str) -> None:
         self._fs.delete(self._p(path), False)
