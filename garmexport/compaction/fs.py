@@ -8,7 +8,8 @@ a small footer, and a day holds thousands of files. Paths are ``/``-separated, r
 the root.
 
 Contracts: ``list`` of a missing directory is ``[]``; ``delete``/``delete_tree`` of a
-missing path is fine; ``rename`` and ``copy`` never overwrite (raise StorageError if the
+missing path is fine; ``rename`` and ``copy`` create the target's parent directory and
+never overwrite (raise StorageError if the
 target exists or the call fails; a copy appears whole or not at all); ``write`` replaces the file through a hidden temp name and a
 rename, so a reader sees the old content, nothing, or the new content, never a part.
 """
@@ -79,6 +80,7 @@ class LocalFs:
         os.replace(tmp, self._p(path))
 
     def rename(self, src: str, dst: str) -> None:
+        os.makedirs(os.path.dirname(self._p(dst)), exist_ok=True)
         try:
             os.link(self._p(src), self._p(dst))  # fails if dst exists: no overwrite
         except OSError as exc:
@@ -166,6 +168,7 @@ class HadoopFs:
             raise StorageError(f"write {path}: rename of the temp file failed")
 
     def rename(self, src: str, dst: str) -> None:
+        self._fs.mkdirs(self._p(dst).getParent())  # HDFS refuses a rename into a missing dir
         if self._fs.exists(self._p(dst)) or not self._fs.rename(self._p(src), self._p(dst)):
             raise StorageError(f"rename {src} -> {dst} failed (target exists or source missing)")
 

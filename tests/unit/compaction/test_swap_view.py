@@ -5,6 +5,9 @@ from the commit point on; the view is deleted only after the grace."""
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -236,3 +239,28 @@ def test_the_journal_of_a_view_round_trips_and_an_old_one_reads_without_view() -
     old = json.loads(journal.to_json())
     del old["view"]
     assert Journal.from_json(json.dumps(old).encode()).view == ""
+
+
+def test_on_a_local_disk_the_view_shares_the_outputs_bytes_and_copies_never_overwrite(
+        tmp_path: object) -> None:
+    from garmexport.compaction.fs import LocalFs
+    from garmexport.errors import StorageError
+
+    journal, world = make(2, 3)
+    fs = LocalFs(str(tmp_path))
+    for p, v in world.fs.files.items():
+        fs.write(p, v)
+    located: list[str] = []
+    commit_swap(fs, journal, lambda s: None, lambda o, d, p: located.append(p), 1000)
+    assert located == [VIEW, DAY]
+    for m in journal.moves:
+        final, viewed = (os.stat(os.path.join(str(tmp_path), p))
+                         for p in (m.final, journal.in_view(m)))
+        assert final.st_ino == viewed.st_ino  # a hard link: no second copy of the bytes
+    kept = "local+t+00001+" + f"{99:020d}.parquet"
+    assert fs.read(f"{VIEW}/{kept}") == b"k1"
+    assert sorted(e.name for e in fs.list(VIEW)) == sorted(
+        [journal.in_view(m).rpartition("/")[2] for m in journal.moves] + [kept])
+    with pytest.raises(StorageError):
+        fs.copy(f"{DAY}/{kept}", journal.moves[0].final)
+    assert fs.read(journal.moves[0].final) != b"k1"
