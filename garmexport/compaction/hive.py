@@ -22,6 +22,7 @@ The metastore is Spark's: embedded Derby by default, a remote one through
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -103,8 +104,10 @@ def locate(spark: Any, database: str, table: str, day: str, location: str) -> bo
     :func:`sync_table` registers it at the day directory once the swap is over."""
     if not spark.catalog.tableExists(f"{database}.{table}"):
         return False
-    for sql in locate_sql(database, table, day, location):
-        spark.sql(sql)
+    add, move = locate_sql(database, table, day, location)
+    spark.sql(add)
+    started = time.monotonic()
+    spark.sql(move)
     log_event(log, "hive_partition_located", table=f"{database}.{table}", day=day,
-              location=location)
+              location=location, seconds=round(time.monotonic() - started, 3))
     return True

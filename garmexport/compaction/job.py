@@ -80,8 +80,9 @@ class Summary:
     complete_written: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    #: longest swap of one day (journal written to journal removed): an upper bound of the
-    #: time a reader could see an output and some of its inputs at once
+    #: longest window of one day's swap in which a path reader could see an output and some
+    #: of its inputs at once: first output published into the day dir to last input deleted
+    #: (metastore readers are on the view meanwhile)
     max_swap_s: float = 0.0
 
     def line(self, dry_run: bool = False) -> str:
@@ -161,9 +162,7 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
                                          opts.sort_columns)
     journal = journal_for(plan, staged, view=ctx.locator is not None)
     ctx.lease.check()  # a run that lost the lease must not commit
-    swap_started = time.monotonic()
-    commit_swap(fs, journal, ctx.crash, ctx.locator, ctx.now_ms)
-    swap_s = time.monotonic() - swap_started
+    swap_s = commit_swap(fs, journal, ctx.crash, ctx.locator, ctx.now_ms)
     summary.max_swap_s = max(summary.max_swap_s, swap_s)
     bytes_in = _count(summary, plan, bytes_out)
     log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,

@@ -52,21 +52,23 @@ class SwapEffects(Effects):
 
 
 def finish(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
-           locator: Locator | None = None, now_ms: int = 0) -> None:
-    """Roll a committed journal forward to the end (idempotent)."""
+           locator: Locator | None = None, now_ms: int = 0) -> float:
+    """Roll a committed journal forward to the end (idempotent); the path readers' window
+    in seconds (:func:`.swap.apply`)."""
     base = day_dir(journal.output, journal.day)
     dirs = [journal.staging] + ([journal.view] if journal.view else [])
     present = frozenset([f"{base}/{e.name}" for e in fs.list(base) if not e.is_dir] +
                         [f"{d}/{e.name}" for d in dirs for e in fs.list(d)])
     jpath = journal_path(journal.output, journal.day, journal.generation)
-    apply(fs, roll_forward(journal, present, jpath), crash,
-          SwapEffects(fs, journal, locator, now_ms))
+    return apply(fs, roll_forward(journal, present, jpath), crash,
+                 SwapEffects(fs, journal, locator, now_ms))
 
 
 def commit_swap(fs: FileOps, journal: Journal,
                 crash: Callable[[str], None] = crash_point, locator: Locator | None = None,
-                now_ms: int = 0) -> None:
-    """Remove ``_COMPLETE``, write the journal (the commit point), then finish the swap.
+                now_ms: int = 0) -> float:
+    """Remove ``_COMPLETE``, write the journal (the commit point), then finish the swap;
+    the path readers' window in seconds.
 
     ``_COMPLETE`` goes first: from the commit point on, the day is not the one it names.
     """
@@ -74,7 +76,7 @@ def commit_swap(fs: FileOps, journal: Journal,
     crash("before-journal")
     fs.write(journal_path(journal.output, journal.day, journal.generation), journal.to_json())
     crash("after-journal")
-    finish(fs, journal, crash, locator, now_ms)
+    return finish(fs, journal, crash, locator, now_ms)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -261,29 +262,43 @@ class Effects:
 
 
 def apply(fs: object, actions: Iterable[Action],
-          crash: Callable[[str], None] = crash_point, effects: Effects | None = None) -> None:
+          crash: Callable[[str], None] = crash_point, effects: Effects | None = None) -> float:
     """Apply ``actions`` in order with the FileOps ``fs``, calling the crash hooks.
 
-    Each crash point is called once, at its place in :data:`STEPS` order.
+    Each crash point is called once, at its place in :data:`STEPS` order. Returns the
+    seconds from the first output published into the day directory to the last input
+    deleted from it: the window in which a path reader can see rows twice (0 when this
+    call published nothing).
     """
     effects = effects or Effects()
     actions = list(actions)
     viewed = any(isinstance(a, Locate) for a in actions)  # else: renames publish
     said: set[str] = set()
+    window: list[float] = []  # [opened, closed]
 
     def once(step: str) -> None:
         if step not in said:
             said.add(step)
+            if step == "after-delete" and window:
+                window.append(time.monotonic())
             crash(step)
+
+    def publishing() -> None:
+        if not window:
+            window.append(time.monotonic())
 
     flips = 0
     for a in actions:
         if isinstance(a, WriteFile):
             fs.write(a.path, a.body.encode())  # type: ignore[attr-defined]
         elif isinstance(a, Rename):
+            if not viewed:
+                publishing()
             fs.rename(a.src, a.dst)  # type: ignore[attr-defined]
             once("mid-view" if viewed else "mid-publish")
         elif isinstance(a, Copy):
+            if flips:
+                publishing()
             fs.copy(a.src, a.dst)  # type: ignore[attr-defined]
             if flips:
                 once("mid-publish")
@@ -306,3 +321,4 @@ def apply(fs: object, actions: Iterable[Action],
             once("after-publish")
             once("after-delete")
             fs.delete_tree(a.path)  # type: ignore[attr-defined]
+    return window[1] - window[0] if len(window) == 2 else 0.0

@@ -8,13 +8,12 @@ import json
 import os
 
 import pytest
-
 from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.compaction import retired
 from garmexport.compaction.names import COMPLETE, RETIRED_DIR, journal_path, staging_path, view_path
-from garmexport.compaction.recover import commit_swap, recover_all
+from garmexport.compaction.recover import commit_swap, finish, recover_all
 from garmexport.compaction.swap import (Copy, Delete, DeleteTree, Journal, Locate, Move, Rename,
                                         Retire, WriteFile, roll_forward)
 from garmexport.errors import ProtocolViolation
@@ -180,6 +179,7 @@ def test_a_swapped_day_only_flips_back_and_cleans_up() -> None:
     journal, world = make(1, 2)
     commit_swap(world.fs, journal, lambda s: None, world.locate, 1000)
     swapped = frozenset(world.fs.files)
+    assert finish(world.fs, journal, locator=world.locate) == 0.0  # published nothing
     assert roll_forward(journal, swapped, "j") == [Locate(DAY), Retire(VIEW),
                                                    DeleteTree(journal.staging), Delete("j")]
 
@@ -214,7 +214,8 @@ def test_the_commit_removes_complete_before_the_journal_exists() -> None:
         steps.append((step, f"{DAY}/{COMPLETE}" in world.fs.files,
                       journal_path(OUT, DAYNAME, 3) in world.fs.files))
 
-    commit_swap(world.fs, journal, crash, world.locate, 1000)
+    window = commit_swap(world.fs, journal, crash, world.locate, 1000)
+    assert window > 0  # first output published to last input deleted
     assert steps[0] == ("before-journal", False, False)
     assert [s for s, _, _ in steps] == ["before-journal", "after-journal", "mid-view",
                                         "after-view", "after-flip", "mid-publish",
