@@ -11,7 +11,8 @@ follow an event from Kafka to a published file:
    (``marker_keeper``), open files and when to flush them (``open_files``, ``flush``),
    back-off (``backoff``), the commit steps (``commit_steps``).
 3. What every layer above may use, in layers of their own: ``errors`` (the exception tree)
-   and ``process`` (stop signals, usable CPUs); ``settings`` (the typed configuration and
+   and ``process`` (stop signals, usable CPUs, instance ids, dying with a parent, pauses
+   of the process); ``settings`` (the typed configuration and
    its loading); ``observe`` (logs, metrics, lag in seconds, health); ``kafka`` (the Kafka
    client's log relay and broker state).
 4. ``storage``: the stores behind one interface; the one stage/publish sequence.
@@ -21,6 +22,7 @@ follow an event from Kafka to a published file:
    ``writer_lanes`` (the threads that run the writers' work).
    ``compaction`` stands beside it: the PySpark job over closed days.
 7. ``actors``: the thespian shells and the composition root (``exporter_parts``);
+   ``instance``: the supervisor of an instance's reader processes (``actors.parallelism``);
    ``tools``: verify, offsets, the generator, the embedded broker.
 8. ``cli``: one module per ``garmexport`` command.
 """

@@ -8,9 +8,11 @@
      |    +-- PublishConflict(StorageError, FileExistsError)
      |                                                 exclusive publish lost: the fence
      +-- BrokerError(GarmexportError, ConnectionError) Kafka could not be reached or answered wrong
- +-- MetastoreError(GarmexportError, ConnectionError)
- |                                                 a Hive metastore call failed (retried in the
- |                                                 background; never stops the export)
+     +-- MetastoreError(GarmexportError, ConnectionError)
+     |    |                                            a Hive metastore call failed (retried in the
+     |    |                                            background; never stops the export)
+     |    +-- TableMissing(MetastoreError, LookupError)
+     |                                                 the table (or its database) is not there
      +-- LeaseLost(GarmexportError, RuntimeError)      another compaction holds the output root
      +-- ProtocolViolation(GarmexportError, RuntimeError)
                                                        an invariant of the commit protocol broke:
@@ -49,6 +51,11 @@ class BrokerError(GarmexportError, ConnectionError):
 
 class MetastoreError(GarmexportError, ConnectionError):
     """A Hive metastore call failed; partition registration backs off and retries."""
+
+
+class TableMissing(MetastoreError, LookupError):
+    """The metastore has no such table (or database): dropped, or restored from an older
+    backup. Registration forgets that it made the table and makes it again."""
 
 
 class LeaseLost(GarmexportError, RuntimeError):

@@ -35,6 +35,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +65,9 @@ class Faults:
     hold: list[tuple[str, str]] = field(default_factory=list)
     released: threading.Event = field(default_factory=threading.Event)
     requests: list[tuple[str, str, str]] = field(default_factory=list)      # (method, op, path)
+    #: seconds every request waits before it is served: a NameNode's round trip and work,
+    #: for benchmarks (0: as fast as this process answers)
+    latency_s: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail_next(self, count: int, op: str | None = None) -> None:
@@ -213,6 +217,8 @@ class _Handler(BaseHTTPRequestHandler):
         faults = self.server.faults
         with faults.lock:
             faults.requests.append((method, op, url.path))
+        if faults.latency_s:
+            time.sleep(faults.latency_s)
         if self.server.spnego is not None and "datanode" not in q and not self._negotiate():
             return
         where = url.path + " " + q.get("destination", "")

@@ -17,7 +17,7 @@ from garmexport.pipeline.messages import (
 )
 from garmexport.actors.reader_actor import ReaderActor
 
-log = logging.getLogger("garmexport.exporter")
+log = logging.getLogger(__name__)
 
 
 class ExporterActor(ActorTypeDispatcher):
@@ -30,7 +30,8 @@ class ExporterActor(ActorTypeDispatcher):
     def receiveMsg_StartExport(self, msg: StartExport, sender: object) -> None:
         self.caller = sender
         self.reader = self.createActor(ReaderActor)
-        self.send(self.reader, StartReader(msg.config, msg.instance, self.myAddress, msg.source))
+        self.send(self.reader, StartReader(msg.config, msg.instance, self.myAddress, msg.source,
+                                            msg.unfinished))
 
     def receiveMsg_StopExport(self, msg: StopExport, sender: object) -> None:
         if self.reader is not None:

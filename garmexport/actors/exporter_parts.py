@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 from garmexport.actors.actor_support import storage_for
 from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
 from garmexport.settings.config import Config
-from garmexport.observe.health import Health, HealthServer, serve
+from garmexport.observe.health import Health, HealthServer, serve, write_port_file
 from garmexport.hive.register import Registrar, start_registrar
 from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.logs import log_event
@@ -33,7 +33,7 @@ from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.reader import KafkaPort, Reader
 from garmexport.storage.base import Storage
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 #: temp files older than this belong to dead processes: a live one publishes a staged file
 #: within milliseconds of writing it
 TEMP_GC_AGE_S = 3600.0
@@ -75,6 +75,8 @@ def assemble(
     health.tick(time.monotonic())
     server = serve(config.metrics.host, config.metrics.port, registry, health)
     log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)
+    if config.metrics.port_file:
+        write_port_file(config.metrics.port_file, server.port)
     storage = storage_for(config, instance)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)

@@ -25,6 +25,7 @@ from garmexport.process import stop_signal
 from garmexport.actors.actor_support import escalating
 from garmexport.actors.exporter_parts import assemble
 from garmexport.pipeline.kafka_source import KafkaSource
+from garmexport.pipeline.unfinished import Unfinished
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
@@ -32,7 +33,7 @@ from garmexport.pipeline.messages import (
 from garmexport.actors.writer_actor import WriterActor
 from garmexport.pipeline.writer_lanes import WriterPool
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
 SHORT_POLL_S = 0.05
@@ -65,6 +66,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
         self.reader, self.source = parts.reader, parts.source
         self.registrar = parts.registrar
+        self.unfinished = msg.unfinished if isinstance(msg.unfinished, Unfinished) else Unfinished()
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
@@ -72,9 +74,9 @@ class ReaderActor(ActorTypeDispatcher):
         seeks = self.reader.assign(partitions)
         self.health.set_assignment(len(self.reader.assigned))
         for p in partitions:
-            # the lag in seconds exists from the assignment on; no fetch of the new
-            # assignment has shown a watermark yet (a cached one would be an old one)
-            self._set_lag_time(p, None)
+            # both lags exist from the assignment on, from the watermarks the source
+            # queried for it (no fetch of the new assignment has shown one yet)
+            self._update_lag(p)
         return seeks
 
     def _to_writer(self, origin: str, partition: int, msg: WriterMessage) -> None:
@@ -98,12 +100,27 @@ class ReaderActor(ActorTypeDispatcher):
         """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
         for the first); False after a writer failed (the exporter is told)."""
         outcomes = self.pool.wait(wait_s) if wait_s > 0 else self.pool.take()
+        reports: list[WriterReport] = []
+        failure: Failure | None = None
         for outcome in outcomes:
             if isinstance(outcome, Failure):
-                self.send(self.exporter, outcome)
-                return False
-            self._report(outcome)
-        return True
+                failure = outcome  # what came after it is not applied: the process stops
+                break
+            reports.append(outcome)
+        if reports:
+            self.reader.reports(reports)
+        if failure is not None:
+            self.send(self.exporter, failure)
+        partitions = {r.partition for r in reports}
+        # once per partition for all the reports taken, not once per report (a report per
+        # writer message): the lag moves when a report moves W, so show it now, not at the
+        # next tick; readiness follows the store at once too, as the next tick may be held
+        # up for seconds by storage calls that block while the store fails
+        for p in partitions:
+            self._update_lag(p)
+        if partitions:
+            self.health.set_store_reachable(self.reader.store_ok)
+        return failure is None
 
     def _poll(self) -> None:
         if self.stopping is None and stop_signal.requested():
@@ -150,6 +167,7 @@ class ReaderActor(ActorTypeDispatcher):
                 return
             self.reader.flush_all()
         self.reader.tick()
+        self.unfinished.update(self.reader.open_files(), tuple(sorted(self.reader.assigned)))
         for p in self.reader.seek_positions():
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
@@ -178,14 +196,6 @@ class ReaderActor(ActorTypeDispatcher):
         oldest = self.reader.oldest_waiting(p, high)
         if oldest is not None:
             self.metrics.set_lag_time(self.cfg.source.topic, p, *oldest)
-
-    def _report(self, msg: WriterReport) -> None:
-        self.reader.report(msg)
-        # the lag moves when a report moves W: show it now, not at the next tick
-        self._update_lag(msg.partition)
-        # readiness follows the store at once: the next tick may be held up for seconds
-        # by storage calls that block while the store fails
-        self.health.set_store_reachable(self.reader.store_ok)
 
     @escalating("reader stop")
     def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:

@@ -10,20 +10,20 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import socket
 import time
-import uuid
 from datetime import timedelta
 
 from thespian.actors import ActorSystem
 
 from garmexport.process import stop_signal
+from garmexport.process.instance_id import new_instance_id
 from garmexport.settings.config import Config
 from garmexport.actors.exporter_actor import ExporterActor
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
+from garmexport.pipeline.unfinished import Unfinished
 
-log = logging.getLogger("garmexport.run")
+log = logging.getLogger(__name__)
 
 
 #: CPython's default collector thresholds are (700, 10, 10). The export loop allocates
@@ -55,12 +55,6 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def new_instance_id() -> str:
-    """Unique per process: names its temp dir and its markers."""
-    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40]
-    return f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
 def actor_system() -> ActorSystem:
     """A fresh in-process actor system; logging stays as :mod:`garmexport.observe.logs` set it."""
     return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
@@ -73,7 +67,13 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
     or None to subscribe when the reader starts.
     """
     instance = instance or new_instance_id()
-    stop_signal.install(config.protocol.shutdown_timeout_s + 10.0)
+    unfinished = Unfinished()
+
+    def forced(why: str, code: int) -> None:
+        log_event(log, "stop_forced", level=logging.WARNING, why=why, code=code,
+                  **unfinished.fields())
+
+    stop_signal.install(config.protocol.shutdown_timeout_s + 10.0, forced)
     log_event(log, "starting", instance=instance, topic=config.source.topic,
               root=config.output.root, base=config.actors.system_base)
     started = time.monotonic()
@@ -82,7 +82,7 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
     asys = actor_system()
     try:
         top = asys.createActor(ExporterActor)
-        asys.tell(top, StartExport(config, instance, source))
+        asys.tell(top, StartExport(config, instance, source, unfinished))
         stop_sent = False
         while True:
             msg = asys.listen(timedelta(seconds=0.5))

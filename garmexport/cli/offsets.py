@@ -6,7 +6,9 @@ offsets or times.
 and prints :mod:`garmexport.tools.offsets_view`'s table (``--json``: its document). Partitions come
 from the broker's metadata, or with ``--no-broker`` from the ``_offsets/<cluster>+<topic>/``
 listing (then without end and lag). ``set`` plans with :mod:`garmexport.tools.offsets_set` and
-writes the markers (``--dry-run``: print only). Exit 0; 1 when ``set`` refuses a move (then
+writes the markers (``--dry-run``: print only); ``set --from-jvm`` writes, for every
+partition without a marker, the takeover of a Garmadon JVM exporter's root
+(:mod:`garmexport.pipeline.jvm_takeover`), with a progress line per partition. Exit 0; 1 when ``set`` refuses a move (then
 nothing is written for any partition); 2 on a usage error.
 
 Broker reads, correct on both tansu and real Kafka:
@@ -64,6 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timestamp", type=_epoch_ms, action="append", default=[],
                         metavar="T", help="set: start at the first record whose Kafka "
                         "timestamp is >= T (ISO 8601, UTC if no zone; or epoch ms)")
+    parser.add_argument("--from-jvm", action="store_true",
+                        help="set: take the partitions without a marker over from the Garmadon "
+                             "JVM exporter's files in the root (reads their footers here, not "
+                             "in the exporter's assignment; README, Taking over from the JVM "
+                             "exporter)")
     parser.add_argument("--force", action="store_true",
                         help="set: allow moving back over committed data, or past the end")
     parser.add_argument("--dry-run", action="store_true", help="set: print, write nothing")
@@ -194,10 +201,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.actors.actor_support import storage_for
 
     if args.action == "show" and (args.partition or args.all_partitions or args.offset
-                                  or args.timestamp or args.force or args.dry_run):
-        raise ConfigError("--partition, --all-partitions, --offset, --timestamp, --force and "
-                          "--dry-run belong to 'offsets set'")
+                                  or args.timestamp or args.force or args.dry_run
+                                  or args.from_jvm):
+        raise ConfigError("--partition, --all-partitions, --offset, --timestamp, --from-jvm, "
+                          "--force and --dry-run belong to 'offsets set'")
     storage = storage_for(config, f"offsets-{uuid.uuid4().hex[:8]}")
+    if args.action == "set" and args.from_jvm:
+        return _set_from_jvm(args, config, storage)
     if args.action == "set":
         return _set(args, config, storage)
     return _show(args, config, storage)
@@ -207,16 +217,23 @@ def _show(args: argparse.Namespace, config: Config, storage) -> int:
     from garmexport.tools.offsets_view import build_row, render, to_json
     from garmexport.pipeline.recovery import read_partition_state
 
+    from garmexport.pipeline.jvm_recovery import JvmScan
+    from garmexport.pipeline.router import exported_origins
+
     src = config.source
+    jvm = JvmScan(storage, exported_origins(), config.jvm.cluster) if config.jvm.takeover else None
     partitions = _partitions(args, config, storage)
+    if args.no_broker and jvm is not None:  # a JVM root before its takeover has no _offsets
+        partitions = sorted(set(partitions) | set(jvm.partitions()))
     ends = {} if args.no_broker else read_ends(config.consumer_settings(), src.topic,
                                                partitions, args.timeout_s)
     rows = []
     for p in partitions:
-        rec = read_partition_state(storage, src.cluster, src.topic, p)
+        rec = read_partition_state(storage, src.cluster, src.topic, p, jvm)
         low, end = ends.get(p, (None, None))
         first = low if src.start == "earliest" else end
-        rows.append(build_row(p, rec if rec.markers or rec.intents else None, end, first))
+        known = rec.markers or rec.intents or rec.jvm
+        rows.append(build_row(p, rec if known else None, end, first))
     if args.json:
         print(json.dumps(to_json(src.cluster, src.topic, rows), indent=2))
     else:
@@ -283,6 +300,58 @@ def _set(args: argparse.Namespace, config: Config, storage) -> int:
                if any(now_ms - mk.written_at_ms < _RECENT_MARKER_MS for mk in rec.markers.values())]
     _report_set(args, moves, found, written, refused, running)
     return 1 if refused else 0
+
+
+def _set_from_jvm(args: argparse.Namespace, config: Config, storage) -> int:
+    from garmexport.pipeline.jvm_recovery import JvmScan
+    from garmexport.pipeline.jvm_takeover import take_over
+    from garmexport.pipeline.router import exported_origins
+
+    if args.offset or args.timestamp or args.force:
+        raise ConfigError("--from-jvm takes no --offset, --timestamp nor --force: the JVM "
+                          "exporter's files give the offsets, and nothing moves back")
+    if not config.jvm.takeover:
+        raise ConfigError("--from-jvm needs [jvm] takeover = true")
+    if bool(args.partition) == args.all_partitions:
+        raise ConfigError("offsets set needs --partition P (repeatable) or --all-partitions")
+    src = config.source
+    jvm = JvmScan(storage, exported_origins(), config.jvm.cluster)
+    started = time.monotonic()
+    if args.all_partitions:
+        partitions = _partitions(args, config, storage)
+        if args.no_broker:  # a JVM root before its takeover has no _offsets
+            partitions = sorted(set(partitions) | set(jvm.partitions()))
+    else:
+        partitions = sorted(set(args.partition))
+    print(f"taking over {len(partitions)} partition(s) of {src.topic} from the JVM exporter's "
+          f"files in {storage.uri}", file=sys.stderr, flush=True)
+
+    def progress(t) -> None:  # noqa: ANN001 - a TakenOver
+        if args.json:
+            return
+        what = (f"seek {t.seek}, {len(t.found)} types, {t.footers_read} footers in "
+                f"{t.seconds:.1f} s: {t.outcome}" if t.found else t.outcome)
+        print(f"partition {t.partition}: {what} ({time.monotonic() - started:.1f} s so far)",
+              flush=True)
+        for origin, f in sorted(t.found.items()):
+            print(f"  {origin:<30} after {f.offset:<12} from {f.path}", flush=True)
+
+    done = take_over(storage, src.cluster, src.topic, partitions, jvm,
+                     dry_run=args.dry_run, progress=progress)
+    seconds = time.monotonic() - started
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, "seconds": round(seconds, 3),
+                          "footers_read": jvm.footers_read, "partitions": [
+            {"partition": t.partition, "outcome": t.outcome, "seek": t.seek,
+             "jvm": {o: {"offset": f.offset, "file": f.path} for o, f in sorted(t.found.items())},
+             "footers_read": t.footers_read, "seconds": round(t.seconds, 3),
+             "written": list(t.written)} for t in done]}, indent=2))
+    else:
+        taken = sum(1 for t in done if t.found)
+        print(f"offsets set --from-jvm: {taken} partition(s) taken over"
+              f"{' (dry run: nothing written)' if args.dry_run else ''}, {jvm.footers_read} "
+              f"footers read in {seconds:.1f} s", file=sys.stderr)
+    return 0
 
 
 def _report_set(args, moves, found, written, refused, running) -> None:

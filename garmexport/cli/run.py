@@ -1,23 +1,79 @@
-"""``garmexport run``: export the topic until stopped."""
+"""``garmexport run``: export the topic until stopped.
+
+With ``actors.parallelism`` 1 this process is the exporter. Above 1 it is the supervisor
+of that many readers (:mod:`garmexport.instance.supervisor`), each started as
+``garmexport run --reader rK --parent PID``: options the operator never types.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 
 from garmexport.settings.config import Config
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance", metavar="ID",
                         help="instance id used in temp and marker names (default: host-pid-random)")
+    # set by the supervisor for the readers it starts
+    parser.add_argument("--reader", help=argparse.SUPPRESS)
+    parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    if args.parent is not None:
+        from garmexport.process.parent_death import die_with
+
+        die_with(args.parent)  # first: a reader never outlives its supervisor
+    if args.reader is None and config.actors.readers() > 1:
+        return _supervise(args, config)
+    if args.reader is not None:
+        from garmexport.observe import logs
+
+        logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
+                       fields={"reader": args.reader})
     from garmexport.pipeline.kafka_source import KafkaSource
 
+    if config.jvm.takeover and args.reader is None:  # a reader's supervisor did it
+        _take_over_before_joining(config)
     # Joining the consumer group takes seconds; start it before loading the exporter's
     # modules and actors (about half a second) so that the two overlap.
     source = KafkaSource(config)
     from garmexport.actors.run_export import run_export  # thespian only when running
 
     return run_export(config, instance=args.instance, source=source)
+
+
+def _supervise(args: argparse.Namespace, config: Config) -> int:
+    from garmexport.instance.supervisor import run_supervisor
+    from garmexport.observe import logs
+    from garmexport.observe.metrics_merge import SUPERVISOR
+    from garmexport.process.instance_id import new_instance_id
+
+    logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
+                   fields={"reader": SUPERVISOR})
+    if config.jvm.takeover:
+        _take_over_before_joining(config)  # once for the instance, before any reader joins
+    return run_supervisor(config, args.instance or new_instance_id(), args.config)
+
+
+def _take_over_before_joining(config: Config) -> None:
+    """Partitions without a marker on a JVM exporter's root are taken over here, outside the
+    group. Without the broker's partition list, or with the store failing, the assignment
+    does it instead (as it did before this step existed): a start is never refused here for
+    what the assignment would wait out."""
+    from garmexport.errors import BrokerError, StorageError
+    from garmexport.observe.logs import log_event
+    from garmexport.pipeline.jvm_takeover import before_joining
+    from garmexport.tools.broker_scan import REACH_TIMEOUT_S, partitions_of
+
+    try:
+        partitions = partitions_of(config.consumer_settings(), config.source.topic,
+                                   REACH_TIMEOUT_S)
+        before_joining(config, partitions)
+    except (BrokerError, StorageError) as exc:
+        log_event(log, "jvm_takeover_deferred", level=logging.WARNING, error=str(exc),
+                  reason="partitions without a marker are taken over in the assignment")

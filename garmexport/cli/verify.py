@@ -48,6 +48,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.actors.actor_support import storage_for
     from garmexport.tools.broker_scan import partitions_of, scan
     from garmexport.tools.verify import compare, expected_from_records, read_output
+    from garmexport.tools.verify_jvm import read_jvm
 
     tick = Ticker(args.progress_s)
     if not args.no_broker:  # before the output, which can take minutes to read
@@ -62,6 +63,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
 
     held, files = read_output(storage, config.source.topic, reading)
+
+    def reading_jvm(done: int, total: int, rows: int) -> None:
+        tick(lambda s: f"reading the JVM exporter's files: {done}/{total}, {rows} rows, "
+                       f"{s:.0f} s")
+
+    jvm = read_jvm(storage, held, config.jvm.cluster, reading_jvm)
+    files += jvm.files
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
@@ -79,7 +87,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
-    report = compare(held, files, expected)
+    report = compare(held, files, expected, jvm)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -109,4 +117,10 @@ def _print_table(report) -> None:
         hidden = max(0, len(r.duplicate_files) - _SHOWN) + max(0, len(r.gaps) - _SHOWN)
         if hidden:
             print(f"{'':>9} ... {hidden} more duplicate groups or gaps: see --json")
+    if report.jvm_files or report.foreign_jvm_files:
+        beats = sum(r.heartbeats for r in report.partitions.values())
+        rows = sum(r.jvm_rows for r in report.partitions.values())
+        print(f"JVM exporter files: {report.jvm_files} read ({rows} data rows counted above, "
+              f"{beats} heartbeat rows apart), {len(report.foreign_jvm_files)} of another "
+              "cluster tag not read")
     print("verify: OK, every record exactly once" if report.ok else "verify: FAILED")

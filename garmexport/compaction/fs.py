@@ -29,7 +29,8 @@ class FileOps(Protocol):
 
     def list(self, path: str) -> list[Entry]: ...
     def read(self, path: str) -> bytes: ...
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]: ...
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]: ...
     def write(self, path: str, data: bytes) -> None: ...
     def rename(self, src: str, dst: str) -> None: ...
     def copy(self, src: str, dst: str) -> None: ...
@@ -64,7 +65,8 @@ class LocalFs:
         with open(self._p(path), "rb") as f:
             return f.read()
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:  # size: not needed
         with open(self._p(path), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             f.seek(max(0, size - nbytes))
@@ -143,7 +145,8 @@ class HadoopFs:
     def read(self, path: str) -> bytes:
         return self.read_tail(path, 1 << 62)[0]
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:  # size: not needed
         p = self._p(path)
         size = self._fs.getFileStatus(p).getLen()
         n = min(size, nbytes)

@@ -36,7 +36,7 @@ _PY_LEVELS = {"OFF": logging.CRITICAL + 10, "FATAL": logging.CRITICAL, "ERROR": 
               "WARN": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG,
               "TRACE": logging.DEBUG}
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-log = logging.getLogger("garmexport.spark")
+log = logging.getLogger(__name__)
 
 
 def session_conf(conf: Mapping[str, str], level: str) -> dict[str, str]:

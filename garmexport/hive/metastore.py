@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlparse
 
-from garmexport.errors import ConfigError, MetastoreError
+from garmexport.errors import ConfigError, MetastoreError, TableMissing
 from garmexport.hive.tables import PARTITION_COLUMN
+from garmexport.hive.thrift_logs import relay_thrift_logs
 
 PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 PARQUET_INPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
@@ -38,6 +39,7 @@ class Metastore:
 
     def __init__(self, uri: str, timeout_s: float) -> None:
         self._host, self._port = parse_uri(uri)
+        relay_thrift_logs()  # a failed connection is expected here, not an ERROR line
         self._timeout_ms = int(timeout_s * 1000)
         self._transport = None
         self._client = None
@@ -117,9 +119,14 @@ class Metastore:
         self._call(f"add columns to {database}.{table}", run)
 
     def add_partitions(self, database: str, table: str, days: Sequence[tuple[str, str]]) -> None:
-        """Add (day, location) partitions; those that exist already are left as they are."""
+        """Add (day, location) partitions; those that exist already are left as they are.
+        TableMissing when the table (or the database) does not exist."""
         def run(c, t):  # noqa: ANN001, ANN202
-            tbl = c.get_table(database, table)
+            try:
+                tbl = c.get_table(database, table)
+            except t.NoSuchObjectException as exc:
+                raise TableMissing(f"metastore add partitions to {database}.{table}: "
+                                   f"no such table: {exc}") from exc
             parts = [t.Partition(values=[day], dbName=database, tableName=table,
                                  sd=_storage(t, [(f.name, f.type) for f in tbl.sd.cols], loc),
                                  parameters={})

@@ -13,6 +13,9 @@ The reader hands over what writers published (:meth:`Registrar.offer`: a set loo
   at ``hive.retry_max_s``; the export goes on meanwhile, and nothing is lost;
 - every step is idempotent, so several instances, restarts and ``compact`` may register
   the same day: each partition exists once;
+- a table found missing when partitions are added (dropped by an operator, a metastore
+  restored from an older backup) is made again in the same round, with every day this
+  process has registered in it (days of earlier processes: ``compact`` registers them);
 - a full queue drops the offer without marking it offered: the next file of that day
   offers it again.
 
@@ -30,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from garmexport.settings.config import Config, HiveConfig
-from garmexport.errors import MetastoreError
+from garmexport.errors import MetastoreError, TableMissing
 from garmexport.protocol.backoff import Backoff
 from garmexport.hive.tables import (TableNaming, columns_of, dataset_schema, new_columns,
                                     partition_location, table_location)
@@ -104,7 +107,9 @@ class Registrar:
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue(queue_max)
         self._offered: set[tuple[str, str]] = set()  # reader thread only
         self._pending: dict[tuple[str, str], float] = {}  # worker thread only
-        self._tables_done: set[str] = set()
+        self._tables_done: set[str] = set()  # worker thread only, as is the next
+        #: days registered per output: added again when their table must be made again
+        self._registered: dict[str, set[str]] = {}
         self._problem = ""
         self._thread = threading.Thread(target=self._run, name="hive-register", daemon=True)
 
@@ -190,13 +195,29 @@ class Registrar:
                 added = self._ensure_table(store, output, table)
                 self._tables_done.add(output)
             days = sorted(d for o, d in self._pending if o == output)
-            store.add_partitions(db, table, [(d, partition_location(self._root, output, d))
-                                             for d in days])
+            try:
+                self._add(store, output, table, days)
+            except TableMissing as gone:
+                # dropped by an operator, or a metastore restored from an older backup:
+                # make it again, with every day this process registered in it
+                self._tables_done.discard(output)
+                log_event(log, "hive_table_missing", level=logging.WARNING,
+                          table=f"{db}.{table}", error=str(gone))
+                store.ensure_database(db)
+                added = self._ensure_table(store, output, table)
+                self._tables_done.add(output)
+                days = sorted(set(days) | self._registered.get(output, set()))
+                self._add(store, output, table, days)
             for d in days:
-                del self._pending[(output, d)]
+                self._pending.pop((output, d), None)
             self._metrics.hive_registered(table, len(days), added)
             log_event(log, "hive_partitions_registered", table=f"{db}.{table}", days=days,
                       columns_added=added)
+
+    def _add(self, store: MetastorePort, output: str, table: str, days: list[str]) -> None:
+        store.add_partitions(self._naming.database, table,
+                             [(d, partition_location(self._root, output, d)) for d in days])
+        self._registered.setdefault(output, set()).update(days)
 
     def _ensure_table(self, store: MetastorePort, output: str, table: str) -> int:
         """Create the table or add the columns it lacks; the number of columns added."""

@@ -3,11 +3,15 @@
 librdkafka prints its own log lines to stderr unless the client is given a ``logger``; then
 it hands them to Python (served by the consumer's polls, in the polling thread). Here they
 go out through :func:`garmexport.observe.logs.log_event` as ``kafka_log`` events of the
-``garmexport.kafka`` logger (so ``log.format = "json"`` covers them), with repeats of one
+``garmexport.kafka.signals`` logger (so ``log.format = "json"`` covers them), with repeats of one
 message within ``REPEAT_WINDOW_S`` swallowed and counted (``suppressed=N`` on the next line
 of that message). The error and statistics callbacks feed :class:`BrokerLink`; its
 transitions become one ``broker_unreachable`` (WARNING, with the reason) and one
-``broker_reachable`` event, and :attr:`KafkaSignals.problem` feeds readiness.
+``broker_reachable`` event, and :attr:`KafkaSignals.problem` feeds readiness. A session
+lost just after this process itself was not scheduled (SIGSTOP, a freeze, a VM pause:
+:mod:`garmexport.process.pause_watch`) is no sign of the broker: it is logged as
+``session_lost`` with how long the process stood still, and the next assignment as
+``session_restored``.
 
 Every other client garmexport creates (the tools' consumers, producer and admin clients)
 takes :func:`client_log_settings`: the same relay without the broker state, one per process,
@@ -27,15 +31,18 @@ from confluent_kafka import KafkaError
 
 from garmexport.kafka.broker_link import BrokerLink, Change
 from garmexport.observe.logs import log_event
+from garmexport.process.pause_watch import PauseWatch
 from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
-log = logging.getLogger("garmexport.kafka")
+log = logging.getLogger(__name__)
 REPEAT_WINDOW_S = 60.0
 #: how often librdkafka reports its statistics (unless [kafka] says otherwise): the
 #: statistics tell when a broker connection is up again after ``_ALL_BROKERS_DOWN``; they
 #: are only parsed while waiting for that.
 STATISTICS_INTERVAL_MS = 2000
 MESSAGE_MAX_CHARS = 1000
+#: a pause of the process that ended this recently explains a lost group session
+PAUSE_EXPLAINS_S = 60.0
 
 
 class _Relay:
@@ -86,10 +93,16 @@ class KafkaSignals:
     """Callbacks for one consumer (merge :meth:`settings` into its config) and the state
     they build. All callbacks run inside the consumer's polls."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 pauses: PauseWatch | None = None) -> None:
+        """``pauses``: the process's pauses (:mod:`garmexport.process.pause_watch`), to
+        tell a session lost because this process was not scheduled from a broker's fault."""
         self._clock = clock
         self.link = BrokerLink()
         self._relay = _Relay(RepeatLimiter(REPEAT_WINDOW_S), clock)
+        self._pauses = pauses
+        #: the group condition came from a pause of this process, not from the broker
+        self._paused_loss = False
 
     def settings(self, configured: dict[str, object]) -> dict[str, object]:
         """The client settings that route logs and errors here (``configured`` may set
@@ -104,12 +117,30 @@ class KafkaSignals:
         return self.link.problem
 
     def assigned(self) -> None:
-        self._report(self.link.assigned(self._clock()))
+        change = self.link.assigned(self._clock())
+        if change is not None and self._paused_loss:
+            self._paused_loss = False
+            log_event(log, "session_restored", down_s=round(change.down_s, 1))
+            return
+        self._report(change)
 
     def lost(self, partitions: int) -> None:
-        self._report(self.link.partitions_lost(
-            f"group session lost ({partitions} partitions): the broker stopped answering",
-            self._clock()))
+        now = self._clock()
+        pause = self._pauses.recent(PAUSE_EXPLAINS_S) if self._pauses else None
+        if pause is None:
+            self._report(self.link.partitions_lost(
+                f"group session lost ({partitions} partitions): the broker stopped answering",
+                now))
+            return
+        # what is known: no thread of this process ran, so no heartbeat left it
+        reason = (f"group session lost ({partitions} partitions): the process was not "
+                  f"scheduled for {pause.seconds:.1f} s (stopped, frozen, or its VM paused), "
+                  "so its heartbeats stopped; the broker may well be fine")
+        change = self.link.partitions_lost(reason, now)
+        if change is not None:
+            self._paused_loss = True
+            log_event(log, "session_lost", level=logging.WARNING, reason=reason,
+                      not_scheduled_s=round(pause.seconds, 1))
 
     def _error(self, err: KafkaError) -> None:
         if err.code() == KafkaError._ALL_BROKERS_DOWN:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -149,6 +151,15 @@ class Health:
             self._metrics.set_ready(self.readiness().ok)
 
 
+class HealthSource(Protocol):
+    """What :func:`serve` asks: one process's :class:`Health`, or the fold of an instance's
+    readers (:class:`garmexport.observe.health_fold.ReadersHealth`)."""
+
+    def liveness(self, now: float) -> Status: ...
+
+    def readiness(self) -> Status: ...
+
+
 class HealthServer:
     """A running HTTP server; :attr:`port` is the bound port (useful when asked for 0)."""
 
@@ -164,7 +175,7 @@ class HealthServer:
         self._thread.join()
 
 
-def serve(host: str, port: int, registry: CollectorRegistry, health: Health,
+def serve(host: str, port: int, registry: CollectorRegistry, health: HealthSource,
           clock: Callable[[], float] = time.monotonic) -> HealthServer:
     """Start serving ``/metrics`` and the health endpoints on (host, port) in a daemon
     thread and return at once. ``port`` 0 binds a free port. ``clock`` gives ``now`` for
@@ -200,3 +211,20 @@ def serve(host: str, port: int, registry: CollectorRegistry, health: Health,
                               name="garmexport-http", daemon=True)
     thread.start()
     return HealthServer(httpd, thread)
+
+
+def write_port_file(path: str, port: int) -> None:
+    """Write ``port`` to ``path`` (``metrics.port_file``) so that a reader never sees a
+    half-written number: written beside it, then renamed over it."""
+    target = Path(path)
+    staged = target.with_name(f".{target.name}.tmp")
+    staged.write_text(f"{port}\n")
+    staged.replace(target)
+
+
+def read_port_file(path: str) -> int | None:
+    """The port :func:`write_port_file` wrote to ``path``, or None while there is none."""
+    try:
+        return int(Path(path).read_text())
+    except (OSError, ValueError):
+        return None

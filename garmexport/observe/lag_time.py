@@ -6,8 +6,9 @@ fetch:
 
 - 0 when S >= H: nothing waits, however old the newest record is (a quiet partition);
 - otherwise ``now - T(S)``, where T(S) is the Kafka timestamp of the record at S, never
-  below 0. Until a fetch has shown H (just after an assignment) the partition counts as
-  waiting.
+  below 0. Until a fetch has shown H (just after an assignment), the watermark queried
+  at the assignment stands in for it; if that query failed too (H unknown), the
+  partition counts as waiting.
 
 T(S) is estimated from :class:`PositionTimes`, a few (offset, Kafka time) samples: the
 first and last record of every poll of the partition, at most one a second of Kafka time,

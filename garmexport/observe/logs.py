@@ -30,6 +30,7 @@ import logging
 import re
 import sys
 import threading
+import traceback
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -79,8 +80,21 @@ def _parts(record: logging.LogRecord) -> tuple[str, dict[str, Any]]:
         event = _cut(event)
         fields = {key: _cut(value) for key, value in fields.items()}
     if record.exc_info:
-        fields["exc"] = logging.Formatter().formatException(record.exc_info)
+        fields["exc"] = _exception_text(record.exc_info)
     return event, fields
+
+
+def _exception_text(exc_info: Any) -> str:
+    """The traceback as text; never raises. Some values are not exceptions the traceback
+    module can walk (librdkafka's ``KafkaError`` carried as an exception's value has no
+    ``__suppress_context__``): then their type, text and the frames alone, so that the line
+    is still one line of the configured format rather than a logging error on stderr."""
+    try:
+        return logging.Formatter().formatException(exc_info)
+    except Exception:  # noqa: BLE001 - a log line must not fail on what it reports
+        kind, value, tb = exc_info
+        frames = "".join(traceback.format_tb(tb)) if tb is not None else ""
+        return f"Traceback (most recent call last):\n{frames}{getattr(kind, '__name__', kind)}: {value}"
 
 
 def _cut(value: Any) -> Any:
@@ -133,10 +147,24 @@ def progress(command: str, text: str) -> None:
         print(f"{command}: {text}", file=sys.stderr, flush=True)
 
 
+class _Fields(logging.Filter):
+    """Adds the same fields to every record (the ``reader`` of an instance's readers)."""
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        super().__init__()
+        self._fields = dict(fields)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        setattr(record, _FIELDS, {**self._fields, **getattr(record, _FIELDS, {})})
+        return True
+
+
 def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | None = None,
-              actor_level: str | int = "WARNING") -> None:
+              actor_level: str | int = "WARNING", fields: Mapping[str, Any] | None = None) -> None:
     """Send every record of the process to ``stream`` (stderr by default) in ``fmt``, at
-    ``level``, the actor library's at ``actor_level`` (never below ``level``).
+    ``level``, the actor library's at ``actor_level`` (never below ``level``); ``fields``
+    lead the fields of every line (a supervisor's readers share one stream, and each line
+    names its ``reader``).
     Replaces handlers installed by an earlier call; raises ValueError on an unknown format
     or level name (level names are case-insensitive)."""
     global _format
@@ -148,6 +176,8 @@ def configure(fmt: str = "text", level: str | int = "INFO", stream: IO[str] | No
             raise ValueError(f"unknown log level {name!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(TextFormatter() if fmt == "text" else JsonFormatter())
+    if fields:
+        handler.addFilter(_Fields(fields))
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_garmexport", False)]:
         root.removeHandler(old)

@@ -26,7 +26,7 @@ from garmexport.pipeline.messages import Batch, FlushOpen, ResetWriter, WriterMe
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
 from garmexport.protocol.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 
 
 class Flusher:
@@ -55,8 +55,8 @@ class Flusher:
                 del a.pending[origin]
                 self._ensure_writer(a, origin, partition)
                 self._send(origin, partition, Batch(
-                    a.epoch, a.ledger.processed, tuple(b.offsets), tuple(b.values),
-                    tuple(b.kafka_ts), tuple(b.days), tuple(b.bad), b.nbytes))
+                    a.epoch, a.ledger.processed, b.offsets, tuple(b.values),
+                    b.kafka_ts, b.days, tuple(b.bad), b.nbytes))
 
     def idle_in(self, p: int, a: Assigned, now: float) -> float | None:
         """Seconds until the partition's burst ends (flush.burst_ends_in)."""

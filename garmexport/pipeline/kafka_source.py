@@ -7,15 +7,24 @@ with a cooperative one they see increments, and the matching incremental calls a
 
 "End of data" and lag use the high watermark that comes with fetched data
 (``get_watermark_offsets(cached=True)``): a queried watermark is wrong on some brokers
-(see the README) and costs a round trip.
+(see the README) and costs a round trip. One query per partition is made at each
+assignment, so that the lag is known from the assignment on rather than from the first
+fetch (until which the cache is empty, or holds a watermark of an older assignment);
+watermarks only grow, so the larger of the two is the right one.
 
 The client's own log lines, errors and statistics go to :class:`KafkaSignals`: logged
 through Python logging, rate limited, and turned into the broker's reachability
 (:attr:`KafkaSource.broker_problem`, for readiness).
+
+While it holds no assignment (from the subscription, or from a revoke or a loss, until
+the group assigns partitions) it logs ``waiting_for_assignment`` every
+``WAITING_LOG_EVERY_S`` with the group and the time waited (:mod:`garmexport.kafka.assignment_wait`).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping
 from itertools import groupby
 
@@ -23,7 +32,16 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
+from garmexport.kafka.assignment_wait import AssignmentWait
 from garmexport.kafka.signals import KafkaSignals
+from garmexport.process.pause_watch import PauseWatch
+from garmexport.observe.logs import log_event
+
+log = logging.getLogger(__name__)
+#: how often a consumer without an assignment says that it still waits for one
+WAITING_LOG_EVERY_S = 30.0
+#: how long the queries of the watermarks at an assignment may take together
+WATERMARK_QUERY_BUDGET_S = 2.0
 
 _error, _partition = Message.error, Message.partition
 
@@ -46,7 +64,15 @@ class KafkaSource:
         self._on_assign: Callable[[list[int]], Mapping[int, int | None]] | None = None
         self._on_revoke: Callable[[list[int], bool], None] | None = None
         self._closed = False
-        self.signals = KafkaSignals()
+        #: the partitions assigned now (as the callbacks said)
+        self._held: set[int] = set()
+        #: (low, high) watermarks queried at the latest assignment, per partition
+        self._queried: dict[int, tuple[int, int]] = {}
+        # a lost session right after this process was not scheduled is no broker fault
+        self._pause_watch = PauseWatch().start()
+        self.signals = KafkaSignals(pauses=self._pause_watch)
+        self.group = config.source.group_id
+        self._wait = AssignmentWait(WAITING_LOG_EVERY_S, time.monotonic())
         settings.update(self.signals.settings(settings))
         self.consumer = Consumer(settings)
         self.consumer.subscribe([self.topic], on_assign=self._assigned,
@@ -63,6 +89,9 @@ class KafkaSource:
     def _assigned(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_assign is not None, "bind() comes before the first poll"
         self.signals.assigned()
+        self._wait.assigned()
+        self._query_watermarks([tp.partition for tp in tps])
+        self._held.update(tp.partition for tp in tps)
         seeks = self._on_assign([tp.partition for tp in tps])
         positioned = [
             TopicPartition(self.topic, p, self._start if off is None else off)
@@ -76,19 +105,24 @@ class KafkaSource:
     def _revoked(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_revoke is not None, "bind() comes before the first poll"
         self._on_revoke([tp.partition for tp in tps], False)
+        self._unassign(consumer, tps)
+
+    def _unassign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         if self._cooperative:
             consumer.incremental_unassign(tps)
         else:
             consumer.unassign()
+        # counted here, not asked of the client: during close() it raises instead
+        self._held.difference_update(tp.partition for tp in tps)
+        if not self._held or not self._cooperative:
+            self._held.clear()
+            self._wait.unassigned(time.monotonic())
 
     def _lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
         assert self._on_revoke is not None, "bind() comes before the first poll"
         self.signals.lost(len(tps))
         self._on_revoke([tp.partition for tp in tps], True)
-        if self._cooperative:
-            consumer.incremental_unassign(tps)
-        else:
-            consumer.unassign()
+        self._unassign(consumer, tps)
 
     @property
     def broker_problem(self) -> str:
@@ -98,6 +132,11 @@ class KafkaSource:
     def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
         """One batch of records grouped by partition, in offset order within each."""
         msgs = self.consumer.consume(max_records, timeout_s)
+        waited = self._wait.due(time.monotonic())
+        if waited is not None:
+            log_event(log, "waiting_for_assignment", level=logging.WARNING, group=self.group,
+                      topic=self.topic, waited_s=round(waited, 1),
+                      hint="no partitions from the group yet: see the README, Operations")
         by_partition: dict[int, list] = {}
         if not any(map(_error, msgs)):
             # the usual case, without a Python step per record: a batch arrives as runs of
@@ -126,17 +165,22 @@ class KafkaSource:
         self.consumer.resume([TopicPartition(self.topic, p) for p in partitions])
 
     def high_watermark(self, partition: int) -> int | None:
-        """The high watermark that came with the last fetch, or None before any fetch."""
+        """The high watermark that came with the last fetch, or the one queried at the
+        assignment if larger; None while neither is known."""
         try:
             _, high = self.consumer.get_watermark_offsets(
                 TopicPartition(self.topic, partition), cached=True)
         except Exception:  # noqa: BLE001 - no cached value yet is not an error
-            return None
+            high = -1
+        queried = self._queried.get(partition)
+        if queried is not None:
+            high = max(high, queried[1])
         return high if high >= 0 else None
 
     def behind(self, partition: int) -> bool:
-        """Whether the last fetch's high watermark is past the consumer's position: the
-        partition has records waiting (in librdkafka's queue or still on the broker)."""
+        """Whether the high watermark is past the consumer's position: the partition has
+        records waiting (in librdkafka's queue or still on the broker). Before the first
+        fetch the position is not known; the configured start stands in for it."""
         high = self.high_watermark(partition)
         if high is None:
             return False
@@ -144,7 +188,25 @@ class KafkaSource:
             [tp] = self.consumer.position([TopicPartition(self.topic, partition)])
         except Exception:  # noqa: BLE001 - not assigned (any more): nothing to wait for
             return False
-        return tp.offset >= 0 and tp.offset < high
+        if tp.offset >= 0:
+            return tp.offset < high
+        queried = self._queried.get(partition)
+        return self._start == OFFSET_BEGINNING and queried is not None and queried[0] < high
+
+    def _query_watermarks(self, partitions: list[int]) -> None:
+        """(low, high) of each newly assigned partition, asked of the broker now."""
+        self._queried = {}
+        # within one budget: this runs in the rebalance callback, which holds up the poll
+        deadline = time.monotonic() + WATERMARK_QUERY_BUDGET_S
+        for p in partitions:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break  # the rest are known from their first fetch, as before
+            try:
+                self._queried[p] = self.consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=left, cached=False)
+            except Exception:  # noqa: BLE001 - then the first fetch tells, as before
+                continue
 
     def close(self) -> None:
         """Leave the group (idempotent). The rebalance callbacks that leaving triggers no
@@ -152,5 +214,6 @@ class KafkaSource:
         holds is dropped anyway."""
         if not self._closed:
             self._closed = True
+            self._pause_watch.stop()
             self._on_revoke = lambda partitions, lost: None
             self.consumer.close()

@@ -28,7 +28,7 @@ from garmexport.protocol.naming import MarkerName, partition_dir
 from garmexport.pipeline.publisher import write_marker
 from garmexport.storage.base import Storage
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 
 
 class MarkerWriter:

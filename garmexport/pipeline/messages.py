@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from garmexport.protocol.naming import IntentName
 from garmexport.settings.config import Config
 
 
@@ -21,6 +24,9 @@ class StartExport:
     #: a KafkaSource already subscribed (the join under way), or None to subscribe now;
     #: a live object, which the in-process actor system passes as it is
     source: object = None
+    #: the garmexport.pipeline.unfinished.Unfinished the reader keeps up to date for a
+    #: forced stop's last line (a live object too), or None
+    unfinished: object = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class StartReader:
     instance: str
     exporter: object  # the top actor's address
     source: object = None  # see StartExport
+    unfinished: object = None  # see StartExport
 
 
 # reader -> writer
@@ -78,18 +85,33 @@ class ResetWriter:
     last: tuple[tuple[str, str, int], ...]  # (kind, day, last published offset)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Batch:
-    """One poll's records of one origin in one partition, in offset order."""
+    """One poll's records of one origin in one partition, in offset order.
+
+    ``offsets``, ``kafka_ts`` and ``days`` are int64 numpy arrays (they pickle), as the
+    router made them: the writer decodes and splits them as arrays. A sequence of ints is
+    taken too (tests build batches so).
+    """
 
     epoch: int
     upto: int  # every record of the partition up to here had been routed when this left
-    offsets: tuple[int, ...]
+    offsets: np.ndarray
     values: tuple[bytes | None, ...]
-    kafka_ts: tuple[int, ...]
-    days: tuple[int, ...]  # epoch day of the chain each record belongs to
+    kafka_ts: np.ndarray
+    days: np.ndarray  # epoch day of the chain each record belongs to
     bad: tuple[tuple[int, str, str, bytes | None], ...]  # (index, reason, detail, key)
     nbytes: int  # bytes of the values, as the reader's memory budget counts them
+
+    def __eq__(self, other: object) -> bool:
+        # field by field, the arrays by value: an array's ``==`` is an array, not a truth
+        if not isinstance(other, Batch):
+            return NotImplemented
+        return ((self.epoch, self.upto, self.values, self.bad, self.nbytes)
+                == (other.epoch, other.upto, other.values, other.bad, other.nbytes)
+                and all(np.array_equal(a, b) for a, b in ((self.offsets, other.offsets),
+                                                           (self.kafka_ts, other.kafka_ts),
+                                                           (self.days, other.days))))
 
 
 @dataclass(frozen=True)
@@ -128,7 +150,8 @@ class Published:
     rows: int
     nbytes: int
     path: str
-    intent: str
+    #: the intent written before the file: the value itself, not its name to parse back
+    intent: IntentName
     seconds: float
     last_event_ms: int
 

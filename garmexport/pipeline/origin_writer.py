@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from garmexport.wire import columns
+from garmexport.wire import columns, fs_paths
 from garmexport.pipeline import held_rows
 from garmexport.protocol.commit_steps import PUBLISH
 from garmexport.settings.config import Config
@@ -54,6 +54,8 @@ class OriginWriter:
         self._partition = partition
         self._clock = clock
         self._type = None if origin == FRAME_ORIGIN else by_output(origin)
+        #: FsEvent paths the JVM exporter's way (``[jvm] fs_paths``), only for ``fs`` rows
+        self._jvm_fs_paths = config.jvm.fs_paths and origin == "fs"
         w = config.writer
         self._limits = FlushLimits(w.max_file_rows, w.max_file_bytes, w.max_file_age_s)
         self.epoch = -1
@@ -142,13 +144,15 @@ class OriginWriter:
         the table: a stable sort of record indexes (numpy) is far cheaper than reordering
         the decoded table.
         """
-        days = np.fromiter(batch.days, np.int64, len(batch.days))
+        days = np.asarray(batch.days, np.int64)  # the router's array: no copy
         rows = None if not bad else np.delete(np.arange(len(days)), list(bad))
         if days.size and days.min() != days.max():
             rows = (np.argsort(days, kind="stable") if rows is None
                     else rows[np.argsort(days[rows], kind="stable")])
-        table, failures = columns.decode_batch(self._type, batch.values,
-                                               self._partition, batch.offsets, order=rows)
+        table, failures = columns.decode_batch(self._type, batch.values, self._partition,
+                                               np.asarray(batch.offsets, np.int64), order=rows)
+        if self._jvm_fs_paths:
+            table = fs_paths.jvm_style(table)
         if failures:
             at = np.fromiter((j for j, _ in failures), np.int64, len(failures))
             failed = at if rows is None else rows[at]
@@ -207,20 +211,23 @@ class OriginWriter:
                     max_rows = 2**62  # keep the rest in the same file until it can go
 
     def _add_quarantine(self, batch: Batch, bad: list, now: float) -> None:
+        # the bad records' offsets and Kafka times as Python ints, one step per column
+        at = [i for i, _ in bad]
+        offsets = np.asarray(batch.offsets, np.int64)[at].tolist()
+        kafka_ts = np.asarray(batch.kafka_ts, np.int64)[at].tolist()
         by_day: dict[str, list] = {}
-        for i, (reason, detail, key) in bad:
-            kday = self._day(max(batch.kafka_ts[i], 0) // 86_400_000)
-            if batch.offsets[i] <= self._files.skip_bound(QUARANTINE, kday):
+        for (i, (reason, detail, key)), offset, kts in zip(bad, offsets, kafka_ts):
+            kday = self._day(max(kts, 0) // 86_400_000)
+            if offset <= self._files.skip_bound(QUARANTINE, kday):
                 self._skipped += 1  # quarantined before a restart: counted then
                 continue
             self._quarantined[reason] = self._quarantined.get(reason, 0) + 1
-            by_day.setdefault(kday, []).append((i, reason, detail, key))
+            by_day.setdefault(kday, []).append((i, reason, detail, key, offset, kts))
         for day, rows in by_day.items():
-            idx = [r[0] for r in rows]
             table = quarantine_table(
                 self._cfg.source.topic, self._partition, self._origin,
-                [batch.offsets[i] for i in idx], [batch.kafka_ts[i] for i in idx],
-                [r[3] for r in rows], [batch.values[i] for i in idx],
+                [r[4] for r in rows], [r[5] for r in rows],
+                [r[3] for r in rows], [batch.values[r[0]] for r in rows],
                 [r[1] for r in rows], [r[2] for r in rows],
             )
             self._append(QUARANTINE, day, table, now)
@@ -252,7 +259,7 @@ class OriginWriter:
             started = time.monotonic()
             tables = held_rows.tables(f.pieces)
             try:
-                path, nbytes = self._publish_one(f, tables)
+                path, nbytes, intent = self._publish_one(f, tables)
                 crash_point(PUBLISH)
             except PublishConflict as conflict:
                 self._fenced = conflict.path
@@ -272,12 +279,11 @@ class OriginWriter:
             self._files.published(key)
             last_ms = max(pc.max(t.column("timestamp")).as_py() or 0 for t in tables) if f.kind == DATA else 0
             self._published.append(Published(
-                f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path,
-                IntentName(self._origin, f.kind, f.day, f.first_offset).format(),
+                f.kind, f.day, f.first_offset, f.last_offset, f.rows, nbytes, path, intent,
                 time.monotonic() - started, last_ms or 0,
             ))
 
-    def _publish_one(self, f, tables: list[pa.Table]) -> tuple[str, int]:  # noqa: ANN001 - OpenFile
+    def _publish_one(self, f, tables: list[pa.Table]) -> tuple[str, int, IntentName]:  # noqa: ANN001 - OpenFile
         src = self._cfg.source
         name = FileName(src.cluster, src.topic, self._partition, f.first_offset,
                         self._origin if f.kind == QUARANTINE else None)
@@ -285,7 +291,7 @@ class OriginWriter:
         data = to_parquet_bytes(tables, facts, self._cfg.output.compression)
         crash_at(ENCODED)  # TEST ONLY: encoded (off the reader's thread), nothing written
         intent = IntentName(self._origin, f.kind, f.day, f.first_offset)
-        return publish_file(self._storage, name, intent, data), len(data)
+        return publish_file(self._storage, name, intent, data), len(data), intent
 
     # --- reporting --------------------------------------------------------------------
     def report(self) -> WriterReport:

@@ -34,12 +34,14 @@ from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
-from garmexport.protocol.naming import IntentName
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
+from garmexport.pipeline.jvm_recovery import JvmScan
+from garmexport.pipeline.jvm_takeover import record_takeover
 from garmexport.pipeline.recovery import read_partition_state
+from garmexport.protocol.flush import tick_wanted
 from garmexport.protocol.resume import Chain
-from garmexport.pipeline.router import ORIGINS, KafkaRecord, Window, route
+from garmexport.pipeline.router import ORIGINS, exported_origins, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
 from garmexport.pipeline.store_watch import StoreWatch
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KafkaPort", "Reader"]
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 _KIND_LABEL = {"d": "data", "q": "quarantine"}
 
 
@@ -74,6 +76,7 @@ class Reader:
         self.registrar = registrar
         #: whether ``first_record`` was logged: once per reader, so once per process
         self.first_record_logged = False
+        self._jvm: JvmScan | None = None
 
     @property
     def paused(self) -> bool:
@@ -103,9 +106,29 @@ class Reader:
         log_event(log, "assigned", partitions=sorted(seeks), seeks=seeks)
         return seeks
 
+    def _jvm_scan(self) -> JvmScan | None:
+        """The JVM exporter's offsets in this root (``[jvm] takeover``), read lazily, once
+        per process: a partition with markers never reads them."""
+        if self._jvm is None and self.cfg.jvm.takeover:
+            self._jvm = JvmScan(self.storage, exported_origins(), self.cfg.jvm.cluster)
+        return self._jvm
+
+    def _record_takeover(self, p: int, jvm: JvmScan) -> None:
+        """Write what the JVM exporter's files were at the takeover, before the first seek
+        (recovery compares them at every later start)."""
+        src = self.cfg.source
+        takeover, _ = record_takeover(self.storage, src.cluster, src.topic, p, jvm)
+        if takeover is None:
+            return
+        log_event(log, "jvm_takeover", partition=p, since=takeover.since,
+                  lows={o: f.offset for o, f in sorted(takeover.found.items())})
+
     def _start(self, p: int) -> int | None:
         src = self.cfg.source
-        rec = read_partition_state(self.storage, src.cluster, src.topic, p)
+        jvm = self._jvm_scan()
+        rec = read_partition_state(self.storage, src.cluster, src.topic, p, jvm)
+        if rec.jvm and rec.takeover is None and jvm is not None:
+            self._record_takeover(p, jvm)
         seek = rec.state.seek()
         self._epoch += 1
         ledger = PartitionLedger.start(rec.state, ORIGINS, -1 if seek is None else seek)
@@ -188,6 +211,23 @@ class Reader:
 
     # --- reports --------------------------------------------------------------------
     def report(self, r: WriterReport) -> None:
+        """One writer report (:meth:`reports`)."""
+        self.reports([r])
+
+    def reports(self, reports: Iterable[WriterReport]) -> None:
+        """Writer reports, in the order they were made. Each moves W, tells the marker
+        keeper of the intents it published and counts its metrics; the byte budget and the
+        pause are decided once for all of them, on the views they leave (per report while a
+        writer's store fails or just failed, so every failure episode starts and ends as
+        the reports say)."""
+        for r in reports:
+            if self._apply(r):
+                self._update_pause()
+        self.flusher.enforce_budget(self.assigned)
+        self._update_pause()
+
+    def _apply(self, r: WriterReport) -> bool:
+        """One report; True if its writer's store fails or failed until now."""
         if r.storage_failures:
             self.metrics.storage_failure("publish", r.storage_failures)
         if r.storage_retries:
@@ -202,15 +242,15 @@ class Reader:
                       origin=r.origin, path=r.fenced_path, assigned=current)
             if current:
                 self.resync(r.partition)
-            return
+            return False
         if not current:
-            return
+            return False
         a.ledger.reported(
             r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
             published=[(Chain(r.origin, f.kind, f.day), f.last_offset) for f in r.published],
         )
         for f in r.published:
-            a.keeper.published(IntentName.parse(f.intent))  # type: ignore[arg-type]
+            a.keeper.published(f.intent)
             log_event(log, "file_published", level=logging.DEBUG, partition=r.partition,
                       origin=r.origin, kind=_KIND_LABEL[f.kind], day=f.day, first=f.first_offset,
                       last=f.last_offset, rows=f.rows, bytes=f.nbytes, seconds=round(f.seconds, 4))
@@ -227,11 +267,11 @@ class Reader:
         w = a.writers.setdefault(r.origin, WriterView())
         w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
         w.flush_requested = False
-        self.flusher.enforce_budget(self.assigned)
+        failing = w.store_failing or r.store_failing
         w.store_error = r.store_error
         w.store_failing = r.store_failing
         self.store_watch.writer_reported(r.store_failing, r.store_error)
-        self._update_pause()
+        return failing
 
     def resync(self, p: int) -> None:
         """After a fence: drop the partition's writers, re-read its state, seek again."""
@@ -254,6 +294,7 @@ class Reader:
 
     def tick(self, final: bool = False) -> None:
         now = self._clock()
+        age_s = self.cfg.writer.max_file_age_s
         for p, a in self.assigned.items():
             left = self.flusher.idle_in(p, a, now)
             if left is not None and left <= 0:
@@ -261,7 +302,11 @@ class Reader:
                 continue
             self.flusher.send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
-                self._send(origin, p, Tick(a.epoch))
+                # only the writers a tick can move: each tick is a message, a lane's turn
+                # and a report, for every writer every second
+                v = a.writers.get(origin)
+                if v is None or tick_wanted(v.oldest_open_s, v.store_failing, age_s, now):
+                    self._send(origin, p, Tick(a.epoch))
         self.flusher.enforce_budget(self.assigned)
         self.write_markers(now, force=final)
         set_writer_gauges(self.metrics, self.assigned, self.flusher.pending_bytes(self.assigned), now)
@@ -271,6 +316,10 @@ class Reader:
         now = self._clock()
         for p, a in self.assigned.items():
             self.flusher.end_burst(p, a, now)
+
+    def open_files(self) -> int:
+        """Files open in the writers, as their last reports said."""
+        return sum(v.open_files for a in self.assigned.values() for v in a.writers.values())
 
     def settled(self) -> bool:
         """No batch in flight and no open file anywhere: safe to write final markers."""

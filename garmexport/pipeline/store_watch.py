@@ -18,7 +18,7 @@ from garmexport.observe.logs import log_event
 from garmexport.pipeline.reader_state import Assigned, KafkaPort
 from garmexport.pipeline.store_episode import StoreEpisode
 
-log = logging.getLogger("garmexport.reader")
+log = logging.getLogger(__name__)
 
 
 class StoreWatch:

@@ -46,7 +46,7 @@ from garmexport.pipeline.crash_points import QUEUED, WORKER, crash_at
 from garmexport.pipeline.messages import Batch, DropOpen, Failure, WriterMessage, WriterReport
 from garmexport.protocol.backoff import Backoff
 
-log = logging.getLogger("garmexport.writer")
+log = logging.getLogger(__name__)
 
 Handler = Callable[[WriterMessage], "WriterReport | None"]
 Outcome = WriterReport | Failure

@@ -62,6 +62,20 @@ def fits(open_files: int, buffered_bytes: int, max_open_files: int,
     return open_files <= max_open_files and buffered_bytes <= max_buffered_bytes
 
 
+def tick_wanted(oldest_open_s: float | None, store_failing: bool, max_file_age_s: float,
+                now_s: float) -> bool:
+    """Whether a writer's timer tick can do anything, by the writer's last report.
+
+    A tick publishes the files past their age and retries a failed publish (or waits out
+    the shared back-off). Rows and bytes are checked on every batch, so a writer whose
+    oldest open file is younger than ``max_file_age_s`` and whose store does not fail has
+    nothing to do on a tick, and neither has one with nothing open. A batch in flight
+    changes nothing here: the writer reports after it, and the next tick reads that.
+    """
+    return store_failing or (oldest_open_s is not None
+                             and now_s - oldest_open_s >= max_file_age_s)
+
+
 def writers_to_flush(
     writers: Iterable[WriterLoad], max_open_files: int, max_buffered_bytes: int,
     pending_bytes: int = 0,

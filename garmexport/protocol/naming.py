@@ -6,6 +6,7 @@ Layout under the output root (``/``-separated paths relative to it)::
     _quarantine/day=YYYY-MM-DD/<source>+<topic>+<PPPPP>+<O*20>+<origin>.parquet  bad records
     _offsets/<source>+<topic>/<PPPPP>/m+<instance>+<counter>.json               markers
     _offsets/<source>+<topic>/<PPPPP>/i+<origin>+<kind>+<day>+<O*20>             intents
+    _offsets/<source>+<topic>/<PPPPP>/j+takeover.json                           JVM takeover
     _tmp/<instance>/...                                                         temp files
 
 Invariants:
@@ -50,6 +51,9 @@ _LABEL_RE = re.compile(rf"^{_LABEL}$", re.ASCII)
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _EPOCH = _dt.date(1970, 1, 1)
 MS_PER_DAY = 86_400_000
+#: What garmexport saw of a JVM exporter's files when it took a partition over
+#: (``protocol.jvm_resume.Takeover``), kept to notice a JVM exporter still writing.
+TAKEOVER_FILE = "j+takeover.json"
 
 
 def check_label(value: str, what: str) -> str:

@@ -163,8 +163,11 @@ class ProtocolConfig(_Section):
 @dataclasses.dataclass(frozen=True, repr=False)
 class StorageConfig(_Section):
     retry_initial_s: float = _f(0.5, "first back-off after a failed store operation", min=0)
-    retry_max_s: float = _f(30.0, "longest back-off between retries", min=0)
-    retry_attempts: int = _f(20, "attempts before the process gives up and exits", min=1)
+    # 5 s, not more: the store is retried at most this long after it comes back, and a
+    # recovery that waits out a 30 s back-off after a 20 s outage was seen taking 27 s;
+    # 100 attempts keep the give-up near 8 minutes, as 20 attempts with 30 s did
+    retry_max_s: float = _f(5.0, "longest back-off between retries", min=0)
+    retry_attempts: int = _f(100, "attempts before the process gives up and exits", min=1)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -178,9 +181,19 @@ class ActorsConfig(_Section):
                     "publishing) beside the reader's thread; 0: the CPUs this process may use "
                     "(its affinity, capped by its cgroup CPU quota)", min=0, max=256)
 
+    parallelism: int = _f(0, "readers of this instance, each its own process with its own "
+                          "consumer in the group (1: one process, no supervisor); 0: the "
+                          "CPUs this process may use. writer.max_buffered_bytes, "
+                          "writer.max_open_files and the writer threads are shared out among "
+                          "them", min=0, max=64)
+
     def writer_threads(self) -> int:
         """``cores``, or the CPUs this process may use when it is 0."""
         return self.cores or usable_cpus()
+
+    def readers(self) -> int:
+        """``parallelism``, or the CPUs this process may use when it is 0."""
+        return self.parallelism or usable_cpus()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -188,6 +201,8 @@ class MetricsConfig(_Section):
     port: int = _f(9108, "HTTP port of /metrics and the health endpoints (0: any free port)",
                    min=0, max=65535)
     host: str = _f("0.0.0.0", "address the metrics server binds", pattern=r".+")
+    port_file: str = _f("", "file the bound port is written to once the server listens "
+                        "(useful with port 0; empty: none)")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -216,6 +231,24 @@ class CompactionConfig(_Section):
     retired_grace_s: float = _f(3600.0, "after a swap, the files the Hive partition pointed at "
                                 "during it are kept this long, so that a query that listed "
                                 "them still finds them", min=0)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class JvmConfig(_Section):
+    # On by default: a root without JVM files costs one listing per type directory, once,
+    # for a partition that has no marker yet; a root with them would otherwise be exported
+    # again from the start of retention.
+    takeover: bool = _f(True, "a partition with no marker yet resumes where the Garmadon JVM "
+                        "HDFS exporter stopped in this root (README, Taking over from the "
+                        "JVM exporter)")
+    cluster: str = _f("", "the JVM exporter's kafka.cluster tag that is ours (its files "
+                      "<p>.cluster=<tag>.index=<n>); empty: only untagged files count; files "
+                      "of another tag never set our offsets", pattern=r"[A-Za-z0-9_-]*")
+    # Off by default: on, the fs rows' values change, which existing garmexport users'
+    # queries may not expect; a takeover from the JVM exporter turns it on explicitly.
+    fs_paths: bool = _f(False, "write FsEvent uri without its port and src_path/dst_path "
+                        "without the uri prefix, as the Garmadon JVM exporter does (README, "
+                        "Taking over from the JVM exporter)")
 
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -297,7 +330,7 @@ SECTIONS: Mapping[str, type] = {
     "source": SourceConfig, "output": OutputConfig, "writer": WriterConfig,
     "protocol": ProtocolConfig, "storage": StorageConfig, "actors": ActorsConfig,
     "metrics": MetricsConfig, "compaction": CompactionConfig, "hive": HiveConfig,
-    "log": LogConfig,
+    "jvm": JvmConfig, "log": LogConfig,
 }
 KAFKA = "kafka"
 
@@ -316,6 +349,7 @@ class Config:
     metrics: MetricsConfig = dataclasses.field(default_factory=MetricsConfig)
     compaction: CompactionConfig = dataclasses.field(default_factory=CompactionConfig)
     hive: HiveConfig = dataclasses.field(default_factory=HiveConfig)
+    jvm: JvmConfig = dataclasses.field(default_factory=JvmConfig)
     log: LogConfig = dataclasses.field(default_factory=LogConfig)
     #: where the values came from, for humans: "defaults", a file, "environment"
     origin: tuple[str, ...] = dataclasses.field(default=("defaults",), compare=False)

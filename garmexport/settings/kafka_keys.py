@@ -40,7 +40,7 @@ _MACHINE = "Failed to create"
 _BROKER_LISTS = ("bootstrap.servers", "metadata.broker.list")
 # The probe's own librdkafka lines are dropped: its failure is reported by the one error it
 # raises, and the real client reports the same warnings when it starts.
-_PROBE_LOG = logging.getLogger("garmexport.config.kafka_probe")
+_PROBE_LOG = logging.getLogger(f"{__name__}.probe")
 _PROBE_LOG.addHandler(logging.NullHandler())
 _PROBE_LOG.propagate = False
 

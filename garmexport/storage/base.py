@@ -60,10 +60,15 @@ class Storage(abc.ABC):
         """The whole content of file ``path``; FileNotFoundError when missing."""
 
     @abc.abstractmethod
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:
         """The last ``nbytes`` (or fewer) of file ``path`` and the file's size.
 
-        Enough to read a Parquet footer without reading the data.
+        Enough to read a Parquet footer without reading the data. ``size``: the file's size
+        when the caller already knows it (a listing gave it); a store that would ask for it
+        in a request of its own (WebHDFS) trusts it instead and returns it, so a file that
+        changed since reads the wrong bytes (the footer check refuses them). Stores that
+        learn the size with the read ignore it.
         """
 
     @abc.abstractmethod

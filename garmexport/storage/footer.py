@@ -27,7 +27,8 @@ _MAGIC = b"PAR1"
 class TailReader(Protocol):
     """What reading a footer needs of a store (``Storage`` and compaction's ``FileOps``)."""
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]: ...
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]: ...
 
 
 @dataclass(frozen=True)
@@ -66,20 +67,22 @@ class FileFacts:
             raise ValueError(f"no garmexport metadata {exc}") from None
 
 
-def read_footer(store: TailReader, path: str) -> pq.FileMetaData:
+def read_footer(store: TailReader, path: str, size: int | None = None) -> pq.FileMetaData:
     """The Parquet footer of ``path``, from one tail read (two if the footer is larger).
 
-    Raises ValueError if the file is not Parquet or its footer does not parse, and whatever
-    ``read_tail`` raises (FileNotFoundError for a missing file).
+    ``size``: the file's size from a listing, which spares a store like WebHDFS a request
+    per footer (``Storage.read_tail``); a file that changed size since then fails the
+    checks below. Raises ValueError if the file is not Parquet or its footer does not
+    parse, and whatever ``read_tail`` raises (FileNotFoundError for a missing file).
     """
-    tail, _ = store.read_tail(path, FOOTER_TAIL_BYTES)
+    tail, size = store.read_tail(path, FOOTER_TAIL_BYTES, size)
     if len(tail) < 12 or tail[-4:] != _MAGIC:
         raise ValueError(f"{path} is not a Parquet file")
     (length,) = struct.unpack("<i", tail[-8:-4])
     if length < 0:
         raise ValueError(f"{path}: footer length {length}")
     if length + 8 > len(tail):
-        tail, _ = store.read_tail(path, length + 8)
+        tail, _ = store.read_tail(path, length + 8, size)
         if len(tail) < length + 8:
             raise ValueError(f"{path}: footer length {length} exceeds the file")
     # read_metadata needs a whole "file": magic + footer + length + magic is enough.
@@ -92,3 +95,29 @@ def read_footer(store: TailReader, path: str) -> pq.FileMetaData:
 def read_facts(store: TailReader, path: str) -> FileFacts:
     """The FileFacts in the footer of ``path`` (ValueError if unreadable or not ours)."""
     return FileFacts.from_metadata(read_footer(store, path).metadata)
+
+
+def column_max(meta: pq.FileMetaData, column: str) -> int | None:
+    """The highest value of integer ``column`` over every row group, from the footer's
+    column statistics (None for a file without rows or whose column is all NULL).
+
+    This is how the Garmadon JVM exporter's files are read (their footers hold no
+    garmexport keys); raises ValueError when the column is missing or a row group with
+    values has no min/max statistics, since guessing would move a resume position.
+    """
+    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if column not in names:
+        raise ValueError(f"no column {column!r} (columns: {', '.join(names[:8])}...)")
+    index = names.index(column)
+    best: int | None = None
+    for g in range(meta.num_row_groups):
+        chunk = meta.row_group(g).column(index)
+        if meta.row_group(g).num_rows == 0:
+            continue
+        stats = chunk.statistics
+        if stats is not None and stats.has_null_count and stats.null_count == chunk.num_values:
+            continue  # only NULLs in this row group
+        if stats is None or not stats.has_min_max:
+            raise ValueError(f"row group {g} has no min/max statistics for {column!r}")
+        best = int(stats.max) if best is None else max(best, int(stats.max))
+    return best

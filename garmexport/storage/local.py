@@ -124,12 +124,13 @@ class LocalStorage(Storage):
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc}") from exc
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:
         try:
             with open(self._abs(path), "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                f.seek(max(0, size - max(0, nbytes)))
-                return f.read(), size
+                real = os.fstat(f.fileno()).st_size  # free: ``size`` is not needed
+                f.seek(max(0, real - max(0, nbytes)))
+                return f.read(), real
         except FileNotFoundError:
             raise
         except OSError as exc:

@@ -94,7 +94,9 @@ class S3Storage(Storage):
     def read(self, path: str) -> bytes:
         return self._get(path)[0]
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:
+        # a suffix range needs no size: ``size`` is not used
         if nbytes <= 0:
             return b"", self._head(path)["ContentLength"]
         try:

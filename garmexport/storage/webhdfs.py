@@ -138,12 +138,14 @@ class WebHdfsStorage(Storage):
     def read(self, path: str) -> bytes:
         return self._call(self._client._open, self._abs(path)).content
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:
         full = self._abs(path)
-        st = self._status(full)
-        if st is None or st["type"] != "FILE":
-            raise FileNotFoundError(full)
-        size = int(st["length"])
+        if size is None:  # OPEN takes an offset from the start: the size comes first
+            st = self._status(full)
+            if st is None or st["type"] != "FILE":
+                raise FileNotFoundError(full)
+            size = int(st["length"])
         want = min(max(0, nbytes), size)
         if want == 0:
             return b"", size

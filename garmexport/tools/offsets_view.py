@@ -13,13 +13,15 @@ Per partition a row says:
   past their origin's W: the "per-day" positions a restart skips by;
 - ``end``: the partition's end offset (last offset + 1) read from fetched data, and
   ``lag`` = end - seek, never negative (None without the broker). With no marker yet the
-  lag is counted from ``first_run_start`` (the offset a first run would start at).
+  lag is counted from ``first_run_start`` (the offset a first run would start at);
+- ``jvm``: on a root the Garmadon JVM exporter wrote and no marker yet, per type the
+  highest offset it committed and the file that gave it: the type resumes after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from garmexport.pipeline.recovery import Recovered
 
@@ -34,12 +36,14 @@ class PartitionRow:
     intents: int
     end: int | None = None
     lag: int | None = None
+    jvm: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # origin -> (offset, file)
 
     def to_dict(self) -> dict[str, object]:
         return {"partition": self.partition, "seek": self.seek, "end": self.end,
                 "lag": self.lag, "low": dict(self.low),
                 "days": {o: {k: dict(d) for k, d in ks.items()} for o, ks in self.days.items()},
-                "markers": self.markers, "intents": self.intents}
+                "markers": self.markers, "intents": self.intents,
+                "jvm": {o: {"offset": off, "file": f} for o, (off, f) in self.jvm.items()}}
 
 
 def build_row(partition: int, recovered: Recovered | None, end: int | None = None,
@@ -59,9 +63,11 @@ def build_row(partition: int, recovered: Recovered | None, end: int | None = Non
         for chain, offset in sorted(state.last.items()):
             days.setdefault(chain.origin, {}).setdefault(chain.kind, {})[chain.day] = offset
         markers, intents = len(recovered.markers), len(recovered.intents)
+    jvm = {} if recovered is None else {o: (f.offset, f.path)
+                                        for o, f in sorted(recovered.jvm.items())}
     start = seek if seek is not None else first_run_start
     lag = None if end is None or start is None else max(0, end - start)
-    return PartitionRow(partition, seek, low, days, markers, intents, end, lag)
+    return PartitionRow(partition, seek, low, days, markers, intents, end, lag, jvm)
 
 
 def to_json(cluster: str, topic: str, rows: list[PartitionRow]) -> dict[str, object]:
@@ -86,6 +92,12 @@ def render(cluster: str, topic: str, rows: list[PartitionRow]) -> str:
                      f"{_cell(r.lag):>10} {r.markers:>7} {r.intents:>7}")
         if not r.low:
             lines.append(f"{'':>11}no marker: a first run starts at source.start")
+            continue
+        if r.jvm:
+            lines.append(f"{'':>11}no marker yet: resumes where the JVM exporter stopped; "
+                         "other types from the seek")
+            for origin, (offset, path) in r.jvm.items():
+                lines.append(f"{'':>11}{origin:<30} after {offset:<12} from {path}")
             continue
         by_low: dict[int, list[str]] = {}
         for origin, w in r.low.items():

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from garmexport.protocol.naming import QUARANTINE_DIR, parse_day_dir
 from garmexport.pipeline.router import Window, route
 from garmexport.storage.base import Storage
+from garmexport.tools.verify_jvm import JvmRead
 from garmexport.tools.verify_findings import DuplicateGroup, Gap, dataset_of, duplicate_groups, gaps
 
 COLUMNS = ["kafka_partition", "kafka_offset"]
@@ -46,6 +47,9 @@ class PartitionReport:
     misplaced: list[int] = field(default_factory=list)
     unexpected: list[int] = field(default_factory=list)
     broker_records: int | None = None
+    #: rows of JVM exporter files among ``rows``, and their heartbeat rows (not in ``rows``)
+    jvm_rows: int = 0
+    heartbeats: int = 0
     duplicate_files: list[DuplicateGroup] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
 
@@ -58,6 +62,9 @@ class PartitionReport:
 class Report:
     partitions: dict[int, PartitionReport] = field(default_factory=dict)
     files: int = 0
+    #: of ``files``, those the JVM exporter wrote; JVM files of another cluster tag (unread)
+    jvm_files: int = 0
+    foreign_jvm_files: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -67,10 +74,13 @@ class Report:
         return {
             "ok": self.ok,
             "files": self.files,
+            "jvm_files": self.jvm_files,
+            "foreign_jvm_files": self.foreign_jvm_files[:LISTED],
             "partitions": {
                 str(p): {
                     "rows": r.rows, "quarantined": r.quarantined,
                     "broker_records": r.broker_records,
+                    "jvm_rows": r.jvm_rows, "heartbeat_rows": r.heartbeats,
                     "duplicates": len(r.duplicates), "missing": len(r.missing),
                     "misplaced": len(r.misplaced), "unexpected": len(r.unexpected),
                     "examples": {k: getattr(r, k)[:10] for k in
@@ -138,15 +148,22 @@ def expected_from_records(partition: int, records: list) -> dict[int, str]:
 
 
 def compare(held: dict[tuple[int, int], list[str]], files: int,
-            expected: dict[int, dict[int, str]] | None) -> Report:
+            expected: dict[int, dict[int, str]] | None, jvm: JvmRead | None = None) -> Report:
     """Build the report; ``held`` from :func:`read_output`, ``expected`` (per partition,
     offset -> dataset) from Kafka. Duplicates and gaps come with the files they are about
-    (:mod:`garmexport.tools.verify_findings`).
+    (:mod:`garmexport.tools.verify_findings`). ``jvm``: what
+    :func:`garmexport.tools.verify_jvm.read_jvm` added to ``held`` (its files count in
+    ``files`` here; its heartbeat rows are reported apart).
 
     A record of an exported type may legitimately be quarantined (bad body, event time
     outside the window): a row in ``_quarantine`` satisfies any expectation.
     """
     report = Report(files=files)
+    if jvm is not None:
+        report.jvm_files, report.foreign_jvm_files = jvm.files, list(jvm.foreign)
+        for p in set(jvm.rows) | set(jvm.heartbeats):
+            r = report.partitions.setdefault(p, PartitionReport())
+            r.jvm_rows, r.heartbeats = jvm.rows.get(p, 0), jvm.heartbeats.get(p, 0)
     for (p, o), paths in held.items():
         r = report.partitions.setdefault(p, PartitionReport())
         r.rows += len(paths)

@@ -13,6 +13,15 @@ day directories the new events go to) is measured, and to its ``assigned`` log e
 plus group join). ``max_file_age_s`` is 2 s so the first file is due soon after the first
 records; the default minute would only add a constant. Medians over ``--repeat`` runs.
 Target: the median for 365 days within 1.2x of the median for 1 day. Exits 0 regardless.
+
+``--jvm-days 730 [--jvm-latency-ms 0,2] [--partitions 8]`` measures instead the takeover of
+a root the Garmadon JVM exporter wrote (README, Taking over from the JVM exporter): one
+small ``<p>.index=1`` file per (type, partition, day) for that many days (18 types), read
+as the first start reads it (every type directory and day directory listed, the newest
+footer of each (type, partition, day) read, on 8 threads), then as every later start
+does once markers exist (markers, plus the few listings of the JVM takeover check). On
+the local file system, and through the WebHDFS test double (``tests/webhdfs_server.py``)
+with each request held the given milliseconds (a NameNode round trip).
 """
 
 from __future__ import annotations
@@ -72,6 +81,114 @@ def build_history(root: Path, days: int, first_day: int, partitions: int, resume
     return files
 
 
+def build_jvm_history(root: Path, days: int, partitions: int, last_day: int) -> int:
+    """A JVM exporter's root: per (type, partition, day) one ``<p>.index=1`` file of one
+    row (``timestamp``, ``kafka_offset``; offsets grow with the day). Returns files written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import io
+
+    files = 0
+    blobs = {}
+    for i in range(days):
+        for p in range(partitions):
+            sink = io.BytesIO()
+            pq.write_table(pa.table({"timestamp": pa.array([(last_day - days + i) * DAY_MS], pa.int64()),
+                                     "kafka_offset": pa.array([i * 1000 + p], pa.int64())}),
+                           sink, compression="gzip")
+            blobs[(i, p)] = sink.getvalue()
+    for event_type in EXPORTED:
+        for i in range(days):
+            directory = root / event_type.output / f"day={day_name(last_day - days + i + 1)}"
+            directory.mkdir(parents=True, exist_ok=True)
+            for p in range(partitions):
+                (directory / f"{p}.index=1").write_bytes(blobs[(i, p)])
+                files += 1
+    return files
+
+
+def jvm_takeover_cost(storage, partitions: int, count) -> dict[str, float]:
+    """Seconds and store requests of a first start (takeover) and of a later one."""
+    from garmexport.pipeline.jvm_recovery import JvmScan
+    from garmexport.pipeline.jvm_takeover import take_over
+    from garmexport.pipeline.recovery import read_partition_state
+    from garmexport.pipeline.router import exported_origins
+
+    scan = JvmScan(storage, exported_origins())
+    before, t = count(), time.monotonic()
+    # what ``offsets set --from-jvm`` and ``run`` (before joining) do
+    done = take_over(storage, SOURCE, TOPIC, range(partitions), scan)
+    assert all(d.outcome == "written" for d in done), done
+    first_s, first_n = time.monotonic() - t, count() - before
+    footers = scan.footers_read
+    scan = JvmScan(storage, exported_origins())
+    before, t = count(), time.monotonic()
+    for p in range(partitions):
+        rec = read_partition_state(storage, SOURCE, TOPIC, p, scan)
+        assert rec.takeover is not None and rec.jvm == {}
+    return {"first_start_s": round(first_s, 2), "first_start_requests": first_n,
+            "footers_read": footers, "later_start_s": round(time.monotonic() - t, 3),
+            "later_start_requests": count() - before, "later_footers_read": scan.footers_read}
+
+
+def main_jvm(days: int, partitions: int, latencies_ms: list[float], out_json: str) -> int:
+    from garmexport.storage.local import LocalStorage
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.webhdfs_server import WebHdfsServer
+    from garmexport.storage.options import defaults
+    from garmexport.storage.webhdfs import WebHdfsStorage
+
+    work = Path(tempfile.mkdtemp(prefix="bench-jvm-"))
+    results = {}
+    try:
+        t = time.monotonic()
+        template = work / "template"
+        files = build_jvm_history(template, days, partitions, int(time.time() * 1000) // DAY_MS)
+        print(f"JVM root: {days} days x {len(EXPORTED)} types x {partitions} partitions = "
+              f"{files} files, built in {time.monotonic() - t:.1f} s", flush=True)
+        out = work / "local"
+        shutil.copytree(template, out)
+        calls = [0]
+
+        class Counting(LocalStorage):
+            def list(self, path):  # noqa: ANN001, ANN202
+                calls[0] += 1
+                return super().list(path)
+
+            def read_tail(self, path, nbytes, size=None):  # noqa: ANN001, ANN202
+                calls[0] += 1
+                return super().read_tail(path, nbytes, size)
+
+        results["local"] = jvm_takeover_cost(Counting(str(out), "bench"), partitions,
+                                             lambda: calls[0])
+        print(f"  local: {results['local']}", flush=True)
+        shutil.rmtree(out)
+        for ms in latencies_ms:
+            data = work / f"hdfs-{ms}"
+            shutil.copytree(template, data / "out")
+            server = WebHdfsServer(str(data)).start()
+            server.faults.latency_s = ms / 1000
+            try:
+                storage = WebHdfsStorage([server.url], "/out", "bench", uri="webhdfs://bench/out",
+                                         options=defaults().webhdfs)
+                key = f"webhdfs_{ms:g}ms"
+                results[key] = jvm_takeover_cost(storage, partitions,
+                                                 lambda: len(server.faults.requests))
+                storage.close()
+                print(f"  {key}: {results[key]}", flush=True)
+            finally:
+                server.stop()
+                shutil.rmtree(data, ignore_errors=True)
+        Path(out_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_json).write_text(json.dumps({"days": days, "partitions": partitions,
+                                              "files": files, "results": results}, indent=2))
+        print(f"wrote {out_json}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def first_publish(env: dict[str, str], log: Path, watch: list[Path], before: set[str],
                   timeout_s: float = 180.0) -> tuple[float, float | None]:
     """Start the exporter; (seconds to the first new data file, seconds to ``assigned``)."""
@@ -109,7 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=20_000, help="records in the topic")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--json-out", default="bench-results/restart.json")
+    parser.add_argument("--jvm-days", type=int, default=0,
+                        help="measure the takeover of a JVM exporter's root of this many days")
+    parser.add_argument("--jvm-latency-ms", default="0,2",
+                        help="WebHDFS double latencies (ms per request), comma-separated")
     args = parser.parse_args(argv)
+    if args.jvm_days:
+        return main_jvm(args.jvm_days, args.partitions,
+                        [float(x) for x in args.jvm_latency_ms.split(",") if x],
+                        args.json_out.replace("restart.json", "restart-jvm.json"))
     sizes = [int(d) for d in args.history.split(",") if d]
     work = Path(tempfile.mkdtemp(prefix="bench-restart-"))
     broker = None

@@ -15,12 +15,17 @@ apply and the open files are published at the end (``flush``), inside the measur
 
 Prints medians over the rounds of CPU-seconds per 1M records handed to the writers,
 for all origins and for the most frequent one; ``--profile`` adds a cProfile of one
-round (sorted by own time).
+round (sorted by own time). It also prints what of "all" went to the upb check
+(``upb_check.find_bad``, bodies and distinct headers, which the exporter runs over every
+batch: DESIGN.md 9.9), and with ``--publish`` what went to encoding the files (``to_parquet_bytes``) and to the commit protocol's own steps
+(``publish_file``: the intent, the staged write, its fsyncs and the exclusive link), and
+the CPU of one marker write (``write_marker``, fsyncs included) on the same store.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import pstats
 import statistics
@@ -33,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from garmexport.settings.config import Config  # noqa: E402
 from garmexport.settings.load import load_config  # noqa: E402
+from garmexport.pipeline import origin_writer, publisher  # noqa: E402
+from garmexport.wire import upb_check  # noqa: E402
 from garmexport.pipeline.messages import Batch  # noqa: E402
 from garmexport.pipeline.origin_writer import OriginWriter  # noqa: E402
 from garmexport.pipeline.router import OriginBatch, Window, route  # noqa: E402
@@ -67,8 +74,8 @@ def make_batches(events: int, bad_share: float, days: int, seed: int,
     pending: dict[str, OriginBatch] = {}
 
     def send(origin: str, b: OriginBatch, upto: int) -> None:
-        out.append((origin, Batch(1, upto, tuple(b.offsets), tuple(b.values),
-                                  tuple(b.kafka_ts), tuple(b.days), tuple(b.bad), b.nbytes)))
+        out.append((origin, Batch(1, upto, b.offsets, tuple(b.values),
+                                  b.kafka_ts, b.days, tuple(b.bad), b.nbytes)))
 
     for start in range(0, len(records), POLL):
         routed = route(records[start:start + POLL], {}, window)
@@ -83,6 +90,43 @@ def make_batches(events: int, bad_share: float, days: int, seed: int,
     for origin, b in pending.items():
         send(origin, b, len(records) - 1)
     return out
+
+
+@contextlib.contextmanager
+def timing(spent: dict[str, float]):  # noqa: ANN201 - a context manager
+    """Count the CPU seconds of the writer's upb checks, encodes and publishes into ``spent``."""
+    def timed(name, fn):  # noqa: ANN001, ANN202
+        def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            c0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - c0
+                spent[name + " calls"] = spent.get(name + " calls", 0) + 1
+        return call
+
+    saved = origin_writer.to_parquet_bytes, origin_writer.publish_file, upb_check.find_bad
+    origin_writer.to_parquet_bytes = timed("encode", saved[0])
+    origin_writer.publish_file = timed("protocol", saved[1])
+    upb_check.find_bad = timed("upb check", saved[2])
+    try:
+        yield spent
+    finally:
+        origin_writer.to_parquet_bytes, origin_writer.publish_file, upb_check.find_bad = saved
+
+
+def marker_cpu_s(writes: int = 200) -> float:
+    """CPU seconds of one marker write (JSON, staged write, fsyncs, link) on a LocalStorage."""
+    from garmexport.protocol.naming import MarkerName
+    from garmexport.protocol.resume import Marker
+
+    with tempfile.TemporaryDirectory() as root:
+        storage = LocalStorage(root, "bench")
+        marker = Marker(0, {o: 10**9 for o in ("fs", "container", "_frame")}, {}, 10**9, 0, 0)
+        c0 = time.process_time()
+        for i in range(writes):
+            publisher.write_marker(storage, "bench", "t", MarkerName("bench", i), marker)
+        return (time.process_time() - c0) / writes
 
 
 def one_round(batches: list[tuple[str, Batch]], publish: bool) -> dict[str, float]:
@@ -133,7 +177,11 @@ def main(argv: list[str] | None = None) -> None:
     records["all"] = sum(records.values())
     top = max((o for o in records if o != "all"), key=records.__getitem__)
     one_round(batches, args.publish)  # warm caches (ptars handlers, upb wrappers)
-    rounds = [one_round(batches, args.publish) for _ in range(args.rounds)]
+    rounds, parts = [], []
+    for _ in range(args.rounds):
+        with timing({}) as spent:
+            rounds.append(one_round(batches, args.publish))
+        parts.append(spent)
     print(f"{len(batches)} batches, {records['all']} records "
           f"({top}: {records[top]} in {sum(o == top for o, _ in batches)} batches); "
           f"publishing {'on' if args.publish else 'off'}; medians of {args.rounds} rounds")
@@ -141,6 +189,16 @@ def main(argv: list[str] | None = None) -> None:
         per_m = [r[name] / records[name] * 1e6 for r in rounds]
         print(f"  {name:12} {statistics.median(per_m):6.3f} CPU-s per 1M records "
               f"(min {min(per_m):.3f}, max {max(per_m):.3f})")
+    per_m = [p.get("upb check", 0.0) / records["all"] * 1e6 for p in parts]
+    print(f"  of all, upb check {statistics.median(per_m):6.3f} CPU-s per 1M records")
+    if args.publish:
+        for name in ("encode", "protocol"):
+            per_m = [p.get(name, 0.0) / records["all"] * 1e6 for p in parts]
+            per_file = [p.get(name, 0.0) / max(p.get(name + " calls", 0), 1) * 1e3 for p in parts]
+            print(f"  of all, {name:9} {statistics.median(per_m):6.3f} CPU-s per 1M records, "
+                  f"{statistics.median(per_file):.3f} CPU-ms per file "
+                  f"({parts[0].get(name + ' calls', 0)} files a round)")
+        print(f"  one marker write: {marker_cpu_s() * 1e3:.3f} CPU-ms")
     if args.profile:
         prof = cProfile.Profile()
         prof.enable()

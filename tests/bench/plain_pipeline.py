@@ -16,8 +16,8 @@ written), ``start_wall_s``, and the process's CPU seconds (all threads, librdkaf
 included) at the first record and at done, ``first_record_cpu_s`` and ``done_cpu_s``.
 Exits 1 if ``--timeout-s`` passes before ``N`` records.
 
-:func:`main` takes the decoder and the file writer as arguments, so ``native_floor.py``
-runs this same loop with the exporter's native decoder and Parquet settings.
+``native_floor.py`` runs the same consume loop (:func:`run`) and :class:`Sink`, with its
+own handling of a poll and the exporter's Parquet settings.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from baseline_consumer import baseline_consumer_settings  # noqa: E402 - tests/bench on sys.path
-from confluent_kafka import Consumer  # noqa: E402
+from confluent_kafka import Consumer, Message  # noqa: E402
 
 from garmexport.wire.columns_reference import decode_batch  # noqa: E402
 from garmexport.wire.events import REGISTRY  # noqa: E402
@@ -93,13 +93,8 @@ def write_zstd(table: pa.Table, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", row_group_size=256 * 1024)
 
 
-Decoder = Callable[..., tuple[pa.Table, list]]  # (event_type, values, partition, offsets)
-
-
-def main(argv: list[str] | None = None, decode_batch: Decoder = decode_batch,
-         write_file: Callable[[pa.Table, Path], None] = write_zstd,
-         description: str = __doc__) -> int:
-    start = time.time()
+def arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
+    """The options of this script and of ``native_floor.py``."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
@@ -110,42 +105,30 @@ def main(argv: list[str] | None = None, decode_batch: Decoder = decode_batch,
     parser.add_argument("--file-rows", type=int, default=1_000_000)
     parser.add_argument("--budget-bytes", type=int, default=256 * 1024 * 1024)
     parser.add_argument("--timeout-s", type=float, default=600.0)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, start: float, sink: Sink,
+        on_poll: Callable[[list[Message]], None], finish: Callable[[], None]) -> int:
+    """The consume loop of this script and of ``native_floor.py``: each poll's records
+    (errors left out) to ``on_poll`` until ``--events``, then ``finish`` and the sink's last
+    files; prints the JSON line (module docstring)."""
     consumer = Consumer(baseline_consumer_settings(args.bootstrap, args.group))
     consumer.subscribe([args.topic])
-    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_file)
-    pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}
-
-    def decode(key: tuple[int, int]) -> None:
-        values, offsets = pending.pop(key)
-        event_type = REGISTRY[key[0]]
-        table, _failures = decode_batch(event_type, values, key[1], offsets)
-        sink.add(event_type.output, table)
-
     consumed, first, first_cpu = 0, None, None
     deadline = time.monotonic() + args.timeout_s
     try:
         while consumed < args.events and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, 0.5):
-                if msg.error() is not None:
-                    continue
-                if first is None:
-                    first, first_cpu = time.time(), time.process_time()
-                consumed += 1
-                value = msg.value()
-                head = read_head(value)
-                if isinstance(head, DecodeFailure) or REGISTRY[head[0]].output is None:
-                    continue  # malformed or not exported: nothing to write
-                key = (head[0], msg.partition())
-                batch = pending.get(key)
-                if batch is None:
-                    batch = pending[key] = ([], [])
-                batch[0].append(value)
-                batch[1].append(msg.offset())
-                if len(batch[0]) >= args.batch:
-                    decode(key)
-        for key in list(pending):
-            decode(key)
+            msgs = consumer.consume(10_000, 0.5)
+            if any(map(Message.error, msgs)):
+                msgs = [m for m in msgs if m.error() is None]
+            if not msgs:
+                continue
+            if first is None:
+                first, first_cpu = time.time(), time.process_time()
+            consumed += len(msgs)
+            on_poll(msgs)
+        finish()
         sink.close()
     finally:
         done, done_cpu = time.time(), time.process_time()
@@ -155,6 +138,40 @@ def main(argv: list[str] | None = None, decode_batch: Decoder = decode_batch,
                       "first_record_cpu_s": first_cpu, "done_cpu_s": done_cpu,
                       "pid": os.getpid()}), flush=True)
     return 0 if consumed >= args.events else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    start = time.time()
+    args = arguments(__doc__, argv)
+    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes)
+    pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}
+
+    def decode(key: tuple[int, int]) -> None:
+        values, offsets = pending.pop(key)
+        event_type = REGISTRY[key[0]]
+        table, _failures = decode_batch(event_type, values, key[1], offsets)
+        sink.add(event_type.output, table)
+
+    def on_poll(msgs: list[Message]) -> None:
+        for msg in msgs:
+            value = msg.value()
+            head = read_head(value)
+            if isinstance(head, DecodeFailure) or REGISTRY[head[0]].output is None:
+                continue  # malformed or not exported: nothing to write
+            key = (head[0], msg.partition())
+            batch = pending.get(key)
+            if batch is None:
+                batch = pending[key] = ([], [])
+            batch[0].append(value)
+            batch[1].append(msg.offset())
+            if len(batch[0]) >= args.batch:
+                decode(key)
+
+    def finish() -> None:
+        for key in list(pending):
+            decode(key)
+
+    return run(args, start, sink, on_poll, finish)
 
 
 if __name__ == "__main__":

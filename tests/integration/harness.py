@@ -5,7 +5,8 @@
 - :class:`Exporter` is one ``garmexport run`` subprocess: its JSON log goes to a file in the
   test's tmp dir (:meth:`Exporter.tail` prints its end when a test fails), and the test
   waits for log events, kills it (SIGKILL) or stops it (SIGTERM), reads its CPU time;
-- :func:`produce` writes generated records once, before any exporter starts;
+- :func:`produce` writes generated records once, before any exporter starts
+  (:func:`produce_in_background`: while they run);
 - :func:`topic_ends` reads the topic to partition EOF (the queried high watermark is wrong
   on tansu) and :func:`committed_upto` reads, from the markers in the output, how far every
   partition is committed: the exporter has caught up when every W reaches the end;
@@ -20,9 +21,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from garmexport.tools.broker_scan import scan
@@ -43,6 +45,11 @@ def exporter_env(bootstrap: str, topic: str, root: str, **overrides: object) -> 
     """Environment of an exporter (or verify) process; ``overrides`` as ``SECTION_KEY=v``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     settings = {
+        # One reader per process unless a test asks for more (test_parallelism.py): tansu
+        # keeps a member that leaves while the group rebalances, and the two readers of a
+        # stopping instance leave together; the next members of that group (the session's
+        # default one, "garmexport") then wait minutes for it (DESIGN.md 9.8). Kafka removes it.
+        "ACTORS_PARALLELISM": 1,
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SOURCE_TOPIC": topic, "OUTPUT_ROOT": root,
         "METRICS_PORT": 0, "METRICS_HOST": "127.0.0.1", "WRITER_MAX_FILE_AGE_S": 2,
         "PROTOCOL_HEARTBEAT_INTERVAL_S": 2, "KAFKA_SESSION_TIMEOUT_MS": 3000,
@@ -151,6 +158,22 @@ class Exporter:
         self._log.close()
 
 
+@contextlib.contextmanager
+def exporter_runs() -> Iterator[list[Exporter]]:
+    """A list to append the test's exporters to: on a failure the end of each one's log is
+    printed; at the end every one still running is killed and its log closed."""
+    runs: list[Exporter] = []
+    try:
+        yield runs
+    except BaseException:
+        for run in runs:
+            print(run.tail(25))
+        raise
+    finally:
+        for run in runs:
+            run.close()
+
+
 def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed: int = 1,
             days: int = 3, late_share: float = 0.05, bad_share: float = 0.0,
             mix: Mapping[str, float] | None = None, rate: float | None = None) -> dict:
@@ -163,6 +186,20 @@ def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed
     report = produce_records(settings, topic, spec, count, rate=rate)
     assert report["failed"] == 0, report
     return report
+
+
+def produce_in_background(bootstrap: str, topic: str, count: int,
+                          **kwargs: object) -> tuple[threading.Thread, dict]:
+    """:func:`produce` in a daemon thread, started: (the thread, the report once it ends).
+    Pass ``rate`` so that the stream lasts while the test does its work."""
+    report: dict = {}
+
+    def feed() -> None:
+        report.update(produce(bootstrap, topic, count, **kwargs))  # type: ignore[arg-type]
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    return thread, report
 
 
 def topic_ends(bootstrap: str, topic: str) -> dict[int, int]:
@@ -218,6 +255,19 @@ def assert_exact(env: Mapping[str, str], ends: Mapping[int, int]) -> dict:
     assert code == 0 and report["ok"] and not problems, json.dumps(report, indent=1)[-4000:]
     assert sorted(int(p) for p in report["partitions"]) == sorted(ends), report
     return report
+
+
+def export_all_exactly_once(env: Mapping[str, str], log_dir: Path, name: str) -> None:
+    """Run one exporter with ``env`` until it has committed the topic to its end, stop it
+    cleanly, and check that every record is in the output exactly once."""
+    bootstrap, topic = env["GARMEXPORT_KAFKA_BOOTSTRAP_SERVERS"], env["GARMEXPORT_SOURCE_TOPIC"]
+    with exporter_runs() as runs:
+        run = Exporter(env, log_dir, name)
+        runs.append(run)
+        ends = topic_ends(bootstrap, topic)
+        wait_caught_up(env["GARMEXPORT_OUTPUT_ROOT"], topic, ends, 120, run.check_alive)
+        assert run.terminate() == 0, run.tail()
+    assert_exact(env, ends)
 
 
 def foreign_visible_files(root: Path) -> list[str]:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from garmexport.pipeline.crash_points import ENCODED, PLACES, QUEUED, WORKER
 from tests.integration.harness import (
-    Exporter, assert_exact, committed_upto, exporter_env, foreign_visible_files, produce,
-    topic_ends, wait_caught_up,
+    Exporter, assert_exact, committed_upto, exporter_env, exporter_runs, foreign_visible_files,
+    produce, topic_ends, wait_caught_up,
 )
 
 RECORDS = 120_000
@@ -46,14 +46,12 @@ def test_every_record_once_when_killed_with_work_in_lanes_workers_and_encodes(
                        # small batches and files: many messages in the lanes, many encodes
                        WRITER_BATCH_MAX_RECORDS=2000, WRITER_DECODE_BATCH_RECORDS=300,
                        WRITER_MAX_FILE_ROWS=900, KAFKA_SESSION_TIMEOUT_MS=2000)
-    runs: list[Exporter] = []
+    with exporter_runs() as runs:
+        def start(name: str, crash: str | None = None) -> Exporter:
+            runs.append(Exporter(env, tmp_path, name,
+                                 {"TEST_GARMEXPORT_CRASH_AFTER": crash} if crash else None))
+            return runs[-1]
 
-    def start(name: str, crash: str | None = None) -> Exporter:
-        runs.append(Exporter(env, tmp_path, name,
-                             {"TEST_GARMEXPORT_CRASH_AFTER": crash} if crash else None))
-        return runs[-1]
-
-    try:
         for place, n in CHOSEN:
             run = start(f"{place}-{n}", f"{place}:{n}")
             code = run.process.wait(timeout=90)
@@ -78,10 +76,3 @@ def test_every_record_once_when_killed_with_work_in_lanes_workers_and_encodes(
         assert "settled=True" in final.wait_event("stopped", timeout_s=5)["reason"]
         assert foreign_visible_files(root) == []
         assert_exact(env, ends)
-    except BaseException:
-        for run in runs:
-            print(run.tail(25))
-        raise
-    finally:
-        for run in runs:
-            run.close()

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from tests.integration.harness import (
-    Exporter, assert_exact, committed_upto, exporter_env, foreign_visible_files, produce, topic_ends,
-    wait_caught_up,
+    Exporter, assert_exact, committed_upto, exporter_env, exporter_runs, foreign_visible_files,
+    produce, topic_ends, wait_caught_up,
 )
 
 RECORDS = 300_000
@@ -43,14 +43,12 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
                        # kills hit it at work, and make more files, so more steps to land in
                        WRITER_BATCH_MAX_RECORDS=500, WRITER_DECODE_BATCH_RECORDS=100,
                        KAFKA_SESSION_TIMEOUT_MS=2000)
-    runs: list[Exporter] = []
+    with exporter_runs() as runs:
+        def start(name: str, crash: str | None = None) -> Exporter:
+            extra = {"TEST_GARMEXPORT_CRASH_AFTER": crash} if crash else None
+            runs.append(Exporter(env, tmp_path, name, extra))
+            return runs[-1]
 
-    def start(name: str, crash: str | None = None) -> Exporter:
-        extra = {"TEST_GARMEXPORT_CRASH_AFTER": crash} if crash else None
-        runs.append(Exporter(env, tmp_path, name, extra))
-        return runs[-1]
-
-    try:
         # Chosen points: the process exits by itself (137) at the hook.
         for name, crash in (("publish-3", "publish:3"), ("marker-2", "marker:2"),
                             ("publish-30", "publish:30"), ("marker-5", "marker:5")):
@@ -111,10 +109,3 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
         # header or body of a type that is not exported (markers 0, 3) is dropped unparsed
         assert quarantined >= 0.9 * sum(report["bad"].values())
         print(f"verify: {held} rows ({quarantined} quarantined) exactly once")
-    except BaseException:
-        for run in runs:
-            print(run.tail(25))
-        raise
-    finally:
-        for run in runs:
-            run.close()

@@ -9,12 +9,11 @@ really have split the partitions between processes.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 from tests.integration.harness import (
-    Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
+    Exporter, assert_exact, exporter_env, produce_in_background, topic_ends, wait_caught_up,
 )
 
 RECORDS = 120_000
@@ -27,13 +26,6 @@ def test_joining_and_leaving_members_export_every_record_exactly_once(
     root = tmp_path / "out"
     env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_AGE_S=1,
                        PROTOCOL_HEARTBEAT_INTERVAL_S=1, SOURCE_GROUP_ID=f"g-{topic}")
-    produced: dict = {}
-
-    def feed() -> None:
-        produced.update(produce(broker.bootstrap, topic, RECORDS, partitions=4, seed=21,
-                                days=3, late_share=0.1, bad_share=0.002, rate=RATE))
-
-    producer = threading.Thread(target=feed, daemon=True)
     runs: dict[str, Exporter] = {}
 
     def start(name: str) -> Exporter:
@@ -44,7 +36,9 @@ def test_joining_and_leaving_members_export_every_record_exactly_once(
         return [doc["partitions"] for doc in run.events("assigned")]
 
     try:
-        producer.start()
+        producer, produced = produce_in_background(
+            broker.bootstrap, topic, RECORDS, partitions=4, seed=21, days=3, late_share=0.1,
+            bad_share=0.002, rate=RATE)
         a = start("a")
         a.wait_event("assigned", timeout_s=60, where=lambda d: d["partitions"])
         time.sleep(3)

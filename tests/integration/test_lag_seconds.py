@@ -8,6 +8,10 @@ More records then arrive, and a second exporter starts with a flush policy that 
 them in open files (nothing is committed: a process stuck before its first publish): it
 must report, before any publish, a lag of weeks on every partition that has records
 waiting, while the committed-event gauge has no series at all.
+
+On an empty topic both lag gauges exist and read 0 at every scrape from the assignment
+on (they read 0.96 s and nothing at the first scrape, when they waited for a fetch to show
+the high watermark).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.integration.harness import Exporter, exporter_env, produce, topic_ends, wait_caught_up
+from tests.integration.harness import (
+    Exporter, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
+)
 from tests.integration.test_metrics_e2e import by, scrape
 
 PARTITIONS = 2
@@ -85,3 +91,24 @@ def test_caught_up_is_zero_and_a_stuck_start_reports_the_age_of_what_waits(broke
         assert all(later[p] >= lag[p] + 1.5 for p in waiting), (lag, later)
     finally:
         held.close()
+
+
+def test_on_an_empty_topic_both_lags_read_0_at_every_scrape_from_the_assignment_on(
+        broker, tmp_path: Path) -> None:
+    topic = broker.new_topic(partitions=PARTITIONS)
+    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"))
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "empty")
+        runs.append(run)
+        run.metrics_port()
+        run.wait_event("assigned", timeout_s=60)
+        scrapes = []
+        until = time.monotonic() + 3.0  # past the first ticks and fetches
+        while time.monotonic() < until:
+            samples = scrape(run)
+            scrapes.append((dict(by(samples, "garmexport_consumer_lag_offsets", "partition")),
+                            dict(by(samples, "garmexport_consumer_lag_seconds", "partition"))))
+            time.sleep(0.05)
+        every = {str(p): 0.0 for p in range(PARTITIONS)}
+        wrong = [s for s in scrapes if s != (every, every)]
+        assert not wrong, (len(wrong), len(scrapes), wrong[:3])

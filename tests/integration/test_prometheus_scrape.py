@@ -18,10 +18,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from tests.broker import free_port
 from tests.integration.harness import Exporter, exporter_env, produce
+from tests.system_tools import unavailable
 
 PARTITIONS = 4
 RECORDS = 10_000
@@ -53,7 +52,7 @@ def stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
 
 def test_prometheus_scrapes_the_lag_of_every_partition(broker, tmp_path: Path) -> None:
     if not Path(PROMETHEUS).is_file():
-        pytest.skip(f"prometheus binary not found (looked on PATH and at {PROMETHEUS}); "
+        unavailable(f"prometheus binary not found (looked on PATH and at {PROMETHEUS}); "
                     "install the Debian package 'prometheus'")
     topic = broker.new_topic(partitions=PARTITIONS)
     produce(broker.bootstrap, topic, RECORDS, partitions=PARTITIONS, seed=3, days=1)

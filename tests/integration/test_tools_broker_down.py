@@ -67,7 +67,7 @@ def _check(runs, fmt: str) -> None:
         assert last["level"] == "ERROR" and last["event"].startswith("BrokerError"), what
         # anything before the error is the client's own, relayed, or the command's progress
         for d in docs[:-1]:
-            assert (d["logger"], d["event"]) in (("garmexport.kafka", "kafka_log"),
+            assert (d["logger"], d["event"]) in (("garmexport.kafka.signals", "kafka_log"),
                                                  (f"garmexport.{args[0]}", "progress")), what
         if args[0] == "produce":  # the relayed line says why the broker was not reached
             assert any("Connection refused" in d.get("message", "") for d in docs[:-1]), what

@@ -71,8 +71,11 @@ class Owner:
     _ids = itertools.count(1)
 
     def __init__(self, config: Config, storage: Storage, clock=None,  # noqa: ANN001
-                 registrar=None) -> None:  # noqa: ANN001
+                 registrar=None, reports_together: bool = False) -> None:  # noqa: ANN001
         self.config, self.storage = config, storage
+        #: hand the reports of a delivery round to the reader in one call, as the reader
+        #: actor hands over what the lanes made since it last looked (Reader.reports)
+        self.reports_together = reports_together
         self.now = 0.0
         self.clock = clock or (lambda: self.now)
         self.port = FakePort()
@@ -92,6 +95,7 @@ class Owner:
     def deliver(self, limit: int | None = None) -> None:
         """Deliver queued messages (and the reports they cause) in order."""
         n = 0
+        made = []
         while self.queue and (limit is None or n < limit):
             n += 1
             origin, p, msg = self.queue.popleft()
@@ -103,7 +107,15 @@ class Owner:
             if report is not None:
                 if report.fenced_path is not None:
                     self.fenced += 1
-                self.reader.report(report)
+                if self.reports_together:
+                    made.append(report)
+                else:
+                    self.reader.report(report)
+            if made and not self.queue:  # the round is over: its reports may send more
+                self.reader.reports(made)
+                made = []
+        if made:  # stopped at the limit
+            self.reader.reports(made)
 
     def feed(self, partition: int, records: list[FakeRecord]) -> None:
         self.reader.records(partition, records)

@@ -42,7 +42,7 @@ def test_refused_publishes_of_a_zombie_that_lost_its_partition_are_counted(tmp_p
     zombie.reader.records(0, recs)
     zombie.reader.flush_all()
     zombie.reader.revoke([0], lost=True)
-    with caplog.at_level(logging.INFO, logger="garmexport.reader"):
+    with caplog.at_level(logging.INFO, logger="garmexport.pipeline"):
         zombie.deliver()
     assert zombie.fenced >= 1
     fenced = [r for r in caplog.records if r.getMessage() == "fenced"]

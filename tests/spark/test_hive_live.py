@@ -3,8 +3,9 @@
 The exporter (a real process reading a real broker) registers each day's partition in the
 standalone metastore while it runs; beeline, through HiveServer2, must then see exactly the
 rows on disk without any ``compact`` run. A metastore killed for a while only delays
-registration; three instances register the same days once; compaction on the same
-metastore creates the same tables and keeps the counts exact.
+registration; a table dropped by an operator while the exporter runs is made again by the
+next day it registers, with the days before; three instances register the same days once;
+compaction on the same metastore creates the same tables and keeps the counts exact.
 
 One metastore and one thrift server serve the whole session (tests/spark/conftest.py).
 """
@@ -157,6 +158,45 @@ def test_a_metastore_killed_for_a_while_delays_registration_and_loses_nothing(
     finally:
         exporter.close()
     assert_exact(env, topic_ends(broker.bootstrap, topic))
+
+
+def drop_table(uri: str, database: str, table: str) -> None:
+    """DROP TABLE as an operator would (an external table: the files stay)."""
+    ms = Metastore(uri, 10)
+    try:
+        ms._call(f"drop {database}.{table}", lambda c, t: c.drop_table(database, table, False))
+    finally:
+        ms.close()
+
+
+def test_a_table_dropped_while_the_exporter_runs_is_made_again_with_its_days(
+        broker: Any, metastore: Any, tmp_path: Path) -> None:
+    topic = broker.new_topic(partitions=2)
+    root = tmp_path / "out"
+    uri = f"thrift://127.0.0.1:{metastore.port}"
+    env = hive_env(broker, topic, root, metastore, "dropped")
+    produce(broker.bootstrap, topic, 1000, partitions=2, days=1, mix={"FS_EVENT": 1.0},
+            late_share=0.0)
+    exporter = Exporter(env, tmp_path, "dropped")
+    try:
+        wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120,
+                       exporter.check_alive)
+        first = set(disk_counts(root))
+        wait_registered(uri, "dropped", first, DELAY_S + 15)
+        drop_table(uri, "dropped", "fs")
+        assert registered(uri, "dropped", {"fs"}) == {}
+        # two days now: at least one the exporter has not registered yet
+        produce(broker.bootstrap, topic, 1000, partitions=2, days=3, seed=9,
+                mix={"FS_EVENT": 1.0}, late_share=0.0)
+        wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120,
+                       exporter.check_alive)
+        both = set(disk_counts(root))
+        assert both > first, (both, first)
+        wait_registered(uri, "dropped", both, DELAY_S + 15)
+        assert exporter.events("hive_table_missing"), exporter.tail()
+        assert exporter.terminate() == 0, exporter.tail()
+    finally:
+        exporter.close()
 
 
 @pytest.fixture(scope="module")

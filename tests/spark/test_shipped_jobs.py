@@ -190,7 +190,7 @@ def test_the_shipped_app_and_nightly_job_run_as_defined_against_local_stand_ins(
     lines = [line for p in (out, err) for line in p.read_text().splitlines()]
     assert lines and [line for line in lines if not is_json_object(line)] == []
     events = json_lines(out, err)
-    assert [e for e in events if e.get("logger", "").startswith("garmexport.spark")
+    assert [e for e in events if e.get("logger", "").startswith("garmexport.compaction.spark_logs")
             and e["level"] not in ("ERROR", "CRITICAL")] == []
     [summary] = [e for e in events if e.get("event") == "compaction_summary"]
     [done] = [e for e in events if e.get("event") == "compaction_done"]

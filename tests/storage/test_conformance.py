@@ -67,6 +67,13 @@ def test_read_tail_gives_the_last_bytes_and_the_size(storage: Storage) -> None:
         storage.read_tail("f/missing", 8)
 
 
+def test_read_tail_with_the_listed_size_gives_the_same_bytes(storage: Storage) -> None:
+    storage.put_exclusive("f/x", b"0123456789")
+    [entry] = storage.list("f")
+    for nbytes in (0, 4, 10, 50):
+        assert storage.read_tail("f/x", nbytes, entry.size) == storage.read_tail("f/x", nbytes)
+
+
 def test_exists_is_true_for_files_only(storage: Storage) -> None:
     storage.put_exclusive("d/f", b"x")
     assert storage.exists("d/f")

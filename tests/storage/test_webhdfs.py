@@ -159,3 +159,23 @@ def test_the_double_never_lets_rename_overwrite(server: WebHdfsServer) -> None:
     with client.read("/b") as reader:
         assert reader.read() == b"b"
     client._session.close()
+
+
+def test_a_footer_read_with_the_listed_size_asks_no_file_status(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from garmexport.storage.footer import read_footer
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"kafka_offset": [1, 2, 3]}), sink)
+    storage.put_exclusive(PATH, sink.getvalue().to_pybytes())
+    [entry] = storage.list(PATH.rpartition("/")[0])
+    before = len(server.faults.requests)
+    assert read_footer(storage, PATH, entry.size).num_rows == 3
+    asked = [o for _, o, _ in server.faults.requests[before:]]
+    assert asked == ["OPEN", "OPEN"]  # the NameNode's, then its DataNode redirect
+    before = len(server.faults.requests)
+    assert read_footer(storage, PATH).num_rows == 3
+    assert len(server.faults.requests) - before == 3  # without the size: a status first

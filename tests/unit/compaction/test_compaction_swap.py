@@ -37,7 +37,8 @@ class MemFs:
     def read(self, path: str) -> bytes:
         return self.files[path]
 
-    def read_tail(self, path: str, nbytes: int) -> tuple[bytes, int]:
+    def read_tail(self, path: str, nbytes: int,
+                  size: int | None = None) -> tuple[bytes, int]:
         return self.files[path][-nbytes:], len(self.files[path])
 
     def write(self, path: str, data: bytes) -> None:

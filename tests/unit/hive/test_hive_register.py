@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry
 
 from garmexport.settings.config import HiveConfig
-from garmexport.errors import MetastoreError
+from garmexport.errors import MetastoreError, TableMissing
 from garmexport.hive.register import Registrar, due_in, wanted
 from garmexport.observe.metrics import Metrics
 
@@ -50,7 +50,12 @@ class MemoryMetastore:
 
     def add_partitions(self, database: str, table: str, days: Sequence[tuple[str, str]]) -> None:
         self._check()
+        if (database, table) not in self.tables:  # as the thrift adapter says it
+            raise TableMissing(f"no such table {database}.{table}")
         self.partitions[(database, table)].update(d for d, _ in days)
+
+    def drop_table(self, database: str, table: str) -> None:
+        del self.tables[(database, table)], self.partitions[(database, table)]
 
     def close(self) -> None:
         pass
@@ -147,6 +152,23 @@ def test_a_table_lacking_columns_of_this_schema_gains_them() -> None:
         assert len(names) == len(set(names))
         assert registry.get_sample_value("garmexport_hive_columns_added_total",
                                          {"table": "gc"}) == len(names) - 1
+    finally:
+        reg.stop(5.0)
+
+
+def test_a_table_dropped_while_running_is_made_again_with_the_days_registered_in_it() -> None:
+    store = MemoryMetastore()
+    reg, registry = registrar(store)
+    reg.start()
+    try:
+        reg.offer("gc", [("d", "2026-11-01")])
+        wait_for(lambda: store.partitions.get(("garmadon", "gc")) == {"2026-11-01"})
+        store.drop_table("garmadon", "gc")  # an operator, or a restored older backup
+        reg.offer("gc", [("d", "2026-11-02")])
+        wait_for(lambda: store.partitions.get(("garmadon", "gc")) == {"2026-11-01", "2026-11-02"})
+        assert "kafka_offset" in [n for n, _ in store.tables[("garmadon", "gc")]]
+        wait_for(lambda: registry.get_sample_value("garmexport_hive_pending_partitions") == 0)
+        assert reg.problem == ""
     finally:
         reg.stop(5.0)
 

@@ -118,7 +118,7 @@ def test_client_log_lines_become_rate_limited_events(json_lines: io.StringIO) ->
     relay_fail(signals, 7)
     first, second = docs(json_lines)
     assert first["event"] == "kafka_log" and first["level"] == "ERROR"
-    assert first["logger"] == "garmexport.kafka" and first["facility"] == "FAIL"
+    assert first["logger"] == "garmexport.kafka.signals" and first["facility"] == "FAIL"
     assert first["message"] == FAIL.format(0) and "suppressed" not in first
     assert second["suppressed"] == 19 and second["message"] == FAIL.format(7)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from garmexport.settings.config import MASK as REDACTED
-from garmexport.observe.logs import configure, log_event, redact
+from garmexport.observe.logs import JsonFormatter, configure, log_event, redact
 
 
 @pytest.fixture
@@ -108,6 +108,29 @@ def test_a_traceback_is_one_field_of_one_line() -> None:
 
 
 @pytest.mark.usefixtures("restore_root")
+def test_a_value_the_traceback_module_cannot_walk_still_makes_one_json_line() -> None:
+    # librdkafka's KafkaError, carried as an exception's value, has no __suppress_context__:
+    # logging's own formatter raised on it and printed '--- Logging error ---' to stderr
+    # (a logger of its own: pytest's capture handler formats with logging's own formatter)
+    from confluent_kafka import KafkaError
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    log = logging.getLogger("t.kafka_error")
+    log.addHandler(handler)
+    log.propagate = False
+    err = KafkaError(KafkaError._TRANSPORT, "broker down")
+    try:
+        log.error("uncaught_exception", exc_info=(KafkaError, err, None))
+    finally:
+        log.removeHandler(handler)
+    [line] = stream.getvalue().splitlines()
+    doc = json.loads(line)
+    assert doc["event"] == "uncaught_exception" and "broker down" in doc["exc"]
+
+
+@pytest.mark.usefixtures("restore_root")
 def test_level_filters_events_and_a_second_configure_replaces_the_first() -> None:
     configure(fmt="text", stream=io.StringIO())
     stream = capture("json", level="WARNING")
@@ -177,3 +200,18 @@ def test_warnings_and_uncaught_exceptions_are_json_lines_too() -> None:
 def test_unknown_format_or_level_is_refused(kwargs: dict[str, str]) -> None:
     with pytest.raises(ValueError):
         configure(stream=io.StringIO(), **kwargs)
+
+
+@pytest.mark.usefixtures("restore_root")
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_fields_given_to_configure_lead_every_line(fmt: str) -> None:
+    stream = io.StringIO()
+    configure(fmt=fmt, stream=stream, fields={"reader": "r1"})
+    log_event(logging.getLogger("garmexport.run"), "assigned", partitions=[2])
+    logging.getLogger("garmexport").warning("plain")
+    first, second = lines(stream)
+    if fmt == "json":
+        assert json.loads(first)["reader"] == "r1" and json.loads(second)["reader"] == "r1"
+        assert json.loads(first)["partitions"] == [2]
+    else:
+        assert first.endswith("assigned reader=r1 partitions=[2]") and second.endswith("plain reader=r1")

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.protocol.flush import (
-    FlushLimits, OpenFileInfo, WriterLoad, burst_ends_in, due, writers_to_flush,
+    FlushLimits, OpenFileInfo, WriterLoad, burst_ends_in, due, tick_wanted, writers_to_flush,
 )
 
 LIMITS = FlushLimits(max_file_rows=100, max_file_bytes=1000, max_file_age_s=60.0)
@@ -18,6 +18,25 @@ def test_a_file_is_due_at_its_row_size_or_age_limit_oldest_first():
              OpenFileInfo("bytes", 1, 1000, 40.0), OpenFileInfo("old", 1, 1, 39.0)]
     assert due(files, LIMITS, now_s=100.0) == ["old", "bytes", "rows"]
     assert due(files, LIMITS, now_s=98.9) == ["bytes", "rows"]
+
+
+def test_a_tick_goes_to_a_writer_with_a_file_past_its_age_or_a_failing_store():
+    assert not tick_wanted(None, False, 60.0, now_s=1000.0)  # nothing open
+    assert not tick_wanted(950.0, False, 60.0, now_s=1000.0)  # open, young
+    assert tick_wanted(940.0, False, 60.0, now_s=1000.0)  # open, its age reached
+    assert tick_wanted(None, True, 60.0, now_s=1000.0)  # a publish to retry, or a wait
+
+
+@given(st.one_of(st.none(), st.floats(0, 1e6)), st.booleans(), st.floats(0, 1e4),
+       st.floats(0, 1e6))
+def test_a_writer_not_ticked_has_no_file_due_by_age(oldest, failing, age_s, now_s):
+    """Whatever the tick would find due (due(), age only: rows and bytes are checked on
+    every batch) is found only if the writer is ticked."""
+    files = [] if oldest is None else [OpenFileInfo("oldest", 1, 1, oldest),
+                                       OpenFileInfo("younger", 1, 1, oldest + 1.0)]
+    limits = FlushLimits(max_file_rows=10**9, max_file_bytes=10**15, max_file_age_s=age_s)
+    if due(files, limits, now_s):
+        assert tick_wanted(oldest, failing, age_s, now_s)
 
 
 loads = st.lists(st.builds(WriterLoad, key=st.integers(), open_files=st.integers(0, 50),

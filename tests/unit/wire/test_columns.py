@@ -194,6 +194,80 @@ def test_payloads_upb_rejects_are_bad_for_both_decoders(payload, size):
     assert_same(native, columns_reference.decode_batch(FS, values, 0, list(range(size))))
 
 
+def ptars_accepts(message, payload: bytes) -> bool:
+    """Whether ptars alone converts ``payload`` (no upb check before it)."""
+    try:
+        columns._handler(message.DESCRIPTOR).array_to_record_batch(pa.array([payload], pa.binary()))
+    except BaseException:  # noqa: BLE001 - ValueError, or a Rust panic
+        return False
+    return True
+
+
+# Found by converting random bytes with both (about one in ten payloads ptars accepts is one
+# upb rejects): wire types 3 and 4 (groups) and field numbers past 2**29, which ptars skips.
+PTARS_ACCEPTS_UPB_REJECTS = [
+    (FS, b"\x5b\x44"),  # group closed by another field's end-group
+    (FS, b"\xf8\xff\xff\xff\x1f\x01"),  # field number >= 2**29
+    (REGISTRY[1001], b"CT"),  # end-group of field 8 without its start
+    (FS, b"\xcbR4"),  # a group that never ends
+]
+
+
+@pytest.mark.parametrize(("event_type", "payload"), PTARS_ACCEPTS_UPB_REJECTS)
+def test_ptars_alone_accepts_bodies_upb_rejects_so_upb_checks_every_batch(event_type, payload):
+    """Why the decoder asks upb about every batch, not only when ptars refuses one (as the
+    benchmark's native floor does): ptars converts these bodies to rows, upb rejects them,
+    and the exporter quarantines them, as the reference decoder does."""
+    assert ptars_accepts(event_type.message, payload)
+    assert not gs._parses(event_type.message, payload)
+    good = encode(event_type.marker, 1, HEADER(id="x"), b"")
+    values = [good, encode(event_type.marker, 2, HEADER(id="x"), payload), good]
+    native = decode_batch(event_type, values, 0, [0, 1, 2])
+    assert [(i, f.reason) for i, f in native[1]] == [(1, Reason.BAD_BODY)]
+    assert_same(native, columns_reference.decode_batch(event_type, values, 0, [0, 1, 2]))
+
+
+@per_type
+@settings(max_examples=examples(50), deadline=None)
+@given(data=st.data())
+def test_any_bytes_as_a_body_are_judged_by_upb_whatever_ptars_makes_of_them(event_type, data):
+    """Arbitrary bodies, some of which ptars accepts and upb rejects (above): a record is
+    quarantined exactly when upb rejects its body, and the rows match the reference's."""
+    bodies = data.draw(st.lists(st.one_of(st.binary(min_size=1, max_size=12),
+                                          gs.bad_payloads(event_type.message)), max_size=12))
+    values = [encode(event_type.marker, i, HEADER(id="x"), b) for i, b in enumerate(bodies)]
+    offsets = list(range(len(values)))
+    native = decode_batch(event_type, values, 0, offsets)
+    assert [i for i, _ in native[1]] == [
+        i for i, b in enumerate(bodies) if not gs._parses(event_type.message, b)]
+    assert_same(native, columns_reference.decode_batch(event_type, values, 0, offsets))
+
+
+@per_type
+@settings(max_examples=examples(20), deadline=None)
+@given(data=st.data())
+def test_the_floors_way_decodes_valid_and_refused_batches_as_the_exporter_does(event_type, data):
+    """check_first=False (the benchmark's floor): upb only when ptars refuses the batch.
+    Valid frames, and damaged ones that ptars refuses, come out as the exporter's do."""
+    values = [encode(*e) for e in data.draw(st.lists(gs.frames(event_type), max_size=8))]
+    refused = data.draw(st.booleans())
+    if refused:
+        values.insert(data.draw(st.integers(0, len(values))),
+                      encode(event_type.marker, 1, HEADER(), b"\xff"))  # varint cut short
+    offsets = list(range(len(values)))
+    order = np.arange(len(values))[::-1].copy() if data.draw(st.booleans()) else None
+    floor = decode_batch(event_type, values, 0, offsets, order, check_first=False)
+    assert_same(floor, decode_batch(event_type, values, 0, offsets, order))
+    assert len(floor[1]) == int(refused)
+
+
+@pytest.mark.parametrize(("event_type", "payload"), PTARS_ACCEPTS_UPB_REJECTS)
+def test_the_floors_way_is_not_exact_it_keeps_bodies_upb_rejects(event_type, payload):
+    values = [encode(event_type.marker, 2, HEADER(id="x"), payload)]
+    table, failures = decode_batch(event_type, values, 0, [0], check_first=False)
+    assert (table.num_rows, failures) == (1, [])
+
+
 def test_an_empty_batch_gives_an_empty_table_with_the_schema():
     for decoder in (decode_batch, columns_reference.decode_batch):
         table, failures = decoder(JVM, [], 0, [])

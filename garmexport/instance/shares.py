@@ -1,0 +1,64 @@
+"""What each reader process of an instance gets, and what the instance's exit code is.
+
+Pure rules, no I/O. A reader is today's exporter, started by the supervisor with a few
+settings overridden through ``GARMEXPORT_*`` variables (the last layer of the
+configuration, so they win over the file): its share of the instance's memory budget
+(``writer.max_buffered_bytes``, ``writer.max_open_files``, and librdkafka's pre-fetch
+``kafka.queued.max.messages.kbytes``) and of its writer threads
+(``actors.cores``), ``actors.parallelism`` 1 (a reader never starts readers), and a
+private metrics server on a free loopback port that it writes to a file for the
+supervisor to find.
+
+Invariants: the readers' shares never add up to more than the instance's budget (each
+gets at least 1 of a count, so a budget smaller than the readers is the one exception);
+the exit code is that of the first reader that ended badly, 0 only when all ended with 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from garmexport.settings.config import DEFAULT_KAFKA, Config
+
+PREFETCH_KEY = "queued.max.messages.kbytes"
+
+def reader_name(index: int) -> str:
+    """``r0``, ``r1``...: the ``reader`` field of its log lines, the suffix of its instance."""
+    return f"r{index}"
+
+
+def share(total: int, readers: int, index: int) -> int:
+    """Reader ``index``'s part of ``total`` split between ``readers``: the remainder goes
+    to the first readers, and every reader gets at least 1."""
+    base, extra = divmod(total, readers)
+    return max(1, base + (1 if index < extra else 0))
+
+
+def reader_settings(config: Config, readers: int, index: int, port_file: str) -> dict[str, str]:
+    """The ``GARMEXPORT_*`` variables (without the prefix) that make reader ``index`` of
+    ``readers``; ``port_file`` is where it writes its private port."""
+    w = config.writer
+    prefetch_kb = int(str(config.kafka.get(PREFETCH_KEY, DEFAULT_KAFKA[PREFETCH_KEY])))
+    return {
+        # librdkafka's pre-fetch is per consumer, outside the writers' budget: shared too
+        "KAFKA_QUEUED_MAX_MESSAGES_KBYTES": str(share(prefetch_kb, readers, index)),
+        "ACTORS_PARALLELISM": "1",
+        "ACTORS_CORES": str(share(config.actors.writer_threads(), readers, index)),
+        "WRITER_MAX_BUFFERED_BYTES": str(share(w.max_buffered_bytes, readers, index)),
+        "WRITER_MAX_OPEN_FILES": str(share(w.max_open_files, readers, index)),
+        # health and metrics for the supervisor only: never on the operator's address
+        "METRICS_HOST": "127.0.0.1",
+        "METRICS_PORT": "0",
+        "METRICS_PORT_FILE": port_file,
+    }
+
+
+def exit_status(returncode: int) -> int:
+    """A child's return code as a shell reports it: killed by signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def instance_exit_code(ended: Iterable[int]) -> int:
+    """The instance's code from its readers' exit statuses, in the order they ended: the
+    first non-zero one (the reader whose failure stopped the others), else 0."""
+    return next((code for code in ended if code != 0), 0)

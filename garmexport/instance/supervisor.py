@@ -1,0 +1,167 @@
+"""``garmexport run`` with ``actors.parallelism`` > 1: a small process that starts the
+readers and makes them one instance for its operator.
+
+Each reader is today's exporter (``garmexport run --reader rK``) in its own OS process:
+its own consumer in the instance's group, its own actors and writer threads, instance id
+``<instance>-rK``, its share of the memory budget and writer threads
+(:mod:`garmexport.instance.shares`). Frames never cross a process boundary; the
+supervisor touches no event. What it does:
+
+- serves the instance's one metrics port: ``/metrics`` joins every reader's series
+  (:mod:`garmexport.observe.metrics_merge`), ``/health/*`` folds theirs
+  (:mod:`garmexport.observe.health_fold`); the readers serve on private loopback ports;
+- forwards SIGTERM/SIGINT: the first asks every reader for a clean stop, the second
+  makes them (and the supervisor) exit at once with 143/130, as one process does;
+- takes the instance down when a reader ends on its own: the others are asked to stop
+  cleanly and the instance exits with the failed reader's status (Marathon restarts the
+  task; the commit protocol makes the restart safe, and the readers' clean stops mean
+  little is exported twice as work). Restarting only the reader was not chosen: it would
+  hide a crash loop from Marathon and gives nothing the protocol does not already give.
+
+Invariants: readers never outlive the supervisor (each asks the kernel for SIGKILL when it
+ends, :mod:`garmexport.process.parent_death`); readers sit in their own process group, so
+a Ctrl-C in a terminal reaches them once, through the supervisor; the supervisor exits
+only after every reader has been reaped, except on a second signal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from garmexport.instance.shares import (
+    exit_status, instance_exit_code, reader_name, reader_settings,
+)
+from garmexport.observe.health import serve, write_port_file
+from garmexport.observe.health_fold import ReadersHealth
+from garmexport.observe.logs import log_event
+from garmexport.observe.metrics_merge import ReadersCollector
+from garmexport.observe.reader_probe import ReaderProbe
+from garmexport.process.stop_signal import EXIT_ON_SECOND
+from garmexport.settings.config import Config
+from garmexport.settings.load import ENV_PREFIX
+
+log = logging.getLogger(__name__)
+#: how often the supervisor looks at its readers and at the signals it got
+WATCH_S = 0.1
+#: past a reader's own hard deadline (shutdown_timeout_s + 10 s), the supervisor kills
+KILL_MARGIN_S = 20.0
+#: a reader not serving yet counts as live this long after the start (imports, the
+#: consumer, the store: about a second here), as a starting process is before it answers
+#: (the shortest liveness timeout of a reader, exporter_parts.MIN_LIVE_TIMEOUT_S)
+START_GRACE_S = 30.0
+
+
+@dataclass
+class ReaderProcess:
+    name: str
+    process: subprocess.Popen[bytes]
+    status: int | None = None  # exit status once reaped
+
+
+def reader_env(config: Config, readers: int, index: int, port_file: str,
+               base: Mapping[str, str]) -> dict[str, str]:
+    """The environment of reader ``index``: ``base`` with the reader's own settings (the
+    last layer of its configuration, so they win over the file and the operator's)."""
+    own = reader_settings(config, readers, index, port_file)
+    return {**base, **{ENV_PREFIX + key: value for key, value in own.items()}}
+
+
+def run_supervisor(config: Config, instance: str, config_path: str | None) -> int:
+    """Run ``actors.readers()`` readers until stopped or one fails; the exit code."""
+    count = config.actors.readers()
+    signals: list[int] = []
+    for signum in EXIT_ON_SECOND:
+        signal.signal(signum, lambda signum, frame: signals.append(signum))
+    workdir = tempfile.mkdtemp(prefix=f"garmexport-{instance}-")
+    port_files = {reader_name(i): os.path.join(workdir, f"{reader_name(i)}.port")
+                  for i in range(count)}
+    probe = ReaderProbe(port_files)
+    registry = CollectorRegistry()
+    registry.register(ReadersCollector(probe))
+    health = ReadersHealth(probe, started=time.monotonic(), start_grace_s=START_GRACE_S)
+    server = serve(config.metrics.host, config.metrics.port, registry, health)
+    readers: list[ReaderProcess] = []
+    try:
+        log_event(log, "instance_starting", instance=instance, readers=count,
+                  topic=config.source.topic, root=config.output.root)
+        # first, before any reader says where its private server listens
+        log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)
+        if config.metrics.port_file:
+            write_port_file(config.metrics.port_file, server.port)
+        for index, (name, port_file) in enumerate(port_files.items()):
+            command = [sys.executable, "-m", "garmexport", "run", "--instance",
+                       f"{instance}-{name}", "--reader", name, "--parent", str(os.getpid())]
+            if config_path:
+                command += ["--config", config_path]
+            process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                command, env=reader_env(config, count, index, port_file, os.environ),
+                process_group=0)
+            readers.append(ReaderProcess(name, process))
+            log_event(log, "reader_started", child=name, pid=process.pid,
+                      instance=f"{instance}-{name}")
+        return _watch(readers, signals, config.protocol.shutdown_timeout_s + KILL_MARGIN_S)
+    finally:
+        for reader in readers:
+            if reader.process.poll() is None:  # only after a second signal or a bug
+                reader.process.kill()
+        server.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: float) -> int:
+    """Forward signals, reap readers, stop the rest when one ends; the exit code."""
+    ended: list[int] = []
+    handled = 0
+    stop_by: float | None = None
+    reason = ""
+    while True:
+        while handled < len(signals):
+            signum = signals[handled]
+            handled += 1
+            if handled > 1:
+                _send(readers, signum)  # the readers' second: they exit at once too
+                log_event(log, "instance_stopped", level=logging.WARNING,
+                          code=EXIT_ON_SECOND[signum], reason="second signal")
+                return EXIT_ON_SECOND[signum]
+            if stop_by is None:  # else the readers are stopping already: ask them once
+                _send(readers, signum)
+                reason = signal.Signals(signum).name
+                stop_by = time.monotonic() + stop_within_s
+        for reader in readers:
+            if reader.status is None and reader.process.poll() is not None:
+                reader.status = exit_status(reader.process.returncode)
+                ended.append(reader.status)
+                log_event(log, "reader_exited", child=reader.name, code=reader.status,
+                          level=logging.INFO if reader.status == 0 else logging.ERROR)
+                if stop_by is None:  # on its own: the instance goes down with it
+                    reason = f"{reader.name} exited {reader.status}"
+                    stop_by = time.monotonic() + stop_within_s
+                    _send(readers, signal.SIGTERM)
+        if all(reader.status is not None for reader in readers):
+            code = instance_exit_code(ended)
+            log_event(log, "instance_stopped", code=code, reason=reason,
+                      readers={r.name: r.status for r in readers})
+            return code
+        if stop_by is not None and time.monotonic() > stop_by:
+            log_event(log, "readers_killed", level=logging.ERROR,
+                      readers=[r.name for r in readers if r.status is None])
+            _send(readers, signal.SIGKILL)
+            stop_by = float("inf")
+        time.sleep(WATCH_S)
+
+
+def _send(readers: list[ReaderProcess], signum: int) -> None:
+    for reader in readers:
+        if reader.status is None and reader.process.poll() is None:
+            reader.process.send_signal(signum)

@@ -1,0 +1,62 @@
+"""How the supervisor reaches its readers: a GET on each reader's private loopback port.
+
+Each reader (``actors.parallelism`` > 1) serves its own ``/metrics`` and ``/health/*`` on
+127.0.0.1 and writes the port to a file (``metrics.port_file``); the supervisor reads that
+file and asks. An answer is never an exception: a reader not serving yet, refusing, or
+silent past the timeout (stopped, or stuck) is an :class:`Answer` with ``status`` None and
+the reason.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from garmexport.observe.health import read_port_file
+
+#: a reader answers in milliseconds; one that takes this long counts as not answering
+PROBE_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One reader's answer to one GET: HTTP ``status`` and ``body``, or ``status`` None
+    and ``error`` when there was no answer."""
+
+    reader: str
+    status: int | None
+    body: bytes = b""
+    error: str = ""
+    #: False while the reader has not said where it serves (it is starting, or failed to)
+    serving: bool = True
+
+
+class ReaderProbe:
+    """GETs on the readers named in ``port_files`` (reader name -> its port file)."""
+
+    def __init__(self, port_files: Mapping[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        self._port_files = dict(port_files)
+        self._timeout_s = timeout_s
+
+    @property
+    def readers(self) -> list[str]:
+        return list(self._port_files)
+
+    def get(self, reader: str, path: str) -> Answer:
+        port = read_port_file(self._port_files[reader])
+        if port is None:
+            return Answer(reader, None, error="not serving yet", serving=False)
+        url = f"http://127.0.0.1:{port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=self._timeout_s) as answer:
+                return Answer(reader, answer.status, answer.read())
+        except urllib.error.HTTPError as exc:
+            return Answer(reader, exc.code, exc.read())
+        except (OSError, ValueError) as exc:  # refused, reset, timed out
+            return Answer(reader, None, error=f"not answering: {type(exc).__name__}: {exc}")
+
+    def get_all(self, path: str) -> list[Answer]:
+        """One answer per reader, in reader order."""
+        return [self.get(reader, path) for reader in self._port_files]

@@ -1,0 +1,49 @@
+"""A metastore that is down is an expected, handled condition: no ERROR line in the log.
+
+A real ``garmexport run`` against the real broker, with ``hive.metastore_uri`` pointing at
+a loopback port nothing listens on (a metastore that is down refuses connections the same
+way). Registration fails round after round and says so in its own WARNING
+``hive_register_failed``; the thrift library's lines ("Could not connect to any of ...",
+logged at ERROR by ``thrift.transport.TSocket``) must come through as ``thrift_log``
+events at WARNING at most, each message once per minute with the repeats counted, and
+never as ERROR lines that would trip log-based alerting.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from tests.broker import free_port
+from tests.integration.harness import (
+    Exporter, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
+)
+
+
+def test_a_metastore_down_logs_no_error_and_relays_thrift_lines_rate_limited(
+        broker, tmp_path: Path) -> None:
+    topic = broker.new_topic(partitions=2)
+    root = tmp_path / "out"
+    produce(broker.bootstrap, topic, 1000, partitions=2, seed=2, days=1)
+    env = exporter_env(broker.bootstrap, topic, str(root),
+                       HIVE_METASTORE_URI=f"thrift://127.0.0.1:{free_port()}",
+                       HIVE_REGISTER_DELAY_S=0.2, HIVE_RETRY_MAX_S=1, HIVE_TIMEOUT_S=2)
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "hive-down")
+        runs.append(run)
+        wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
+        run.wait_event("hive_register_failed", timeout_s=60, count=4)
+        lines = run.events()
+        errors = [d for d in lines if logging.getLevelName(d["level"]) >= logging.ERROR]
+        assert errors == [], errors
+        assert not [d for d in lines if d["logger"].startswith("thrift")], "raw thrift lines"
+        relayed = [d for d in lines if d["event"] == "thrift_log"]
+        could_not = [d for d in relayed if "Could not connect to any of" in d["message"]]
+        # one per minute, although every one of the 4+ rounds logged it
+        assert len(could_not) == 1 and could_not[0]["level"] == "WARNING", relayed
+        assert could_not[0]["thrift_logger"] == "thrift.transport.TSocket", could_not
+        assert all(d["level"] in ("WARNING", "DEBUG") for d in relayed), relayed
+        status, _ = run.http_get("/health/ready")
+        assert status == 200  # the export is fine; registration is behind
+        assert run.terminate() == 0, run.tail()

@@ -1,0 +1,254 @@
+"""One instance, several reader processes (``actors.parallelism`` 2): real processes, the
+real broker.
+
+What the operator must see is one instance: one metrics port with every series of every
+reader (a ``reader`` label tells them apart), one ``/health/live`` and ``/health/ready``
+folding the readers' (a stopped reader makes both fail, naming it), one log stream where
+each line names its reader, signals forwarded with today's exit codes, a reader that dies
+taking the instance down with its status, and readers that never outlive their
+supervisor. Exactly once holds with three instances of two readers in one group while
+one reader, one supervisor alone and one whole instance are SIGKILLed.
+
+Each test has a consumer group of its own: the readers of a stopping instance leave the
+group together, and tansu may keep one of them (harness.exporter_env, DESIGN.md 9.8).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from garmexport.instance.shares import share
+from garmexport.process.usable_cpus import usable_cpus
+from tests.integration.harness import (
+    Exporter, assert_exact, committed_upto, exporter_env, exporter_runs, foreign_visible_files,
+    produce, produce_in_background, topic_ends, wait_caught_up,
+)
+from tests.processes import wait_gone
+
+
+def reader_pids(run: Exporter, count: int = 2) -> dict[str, int]:
+    """Reader name -> pid, from the supervisor's ``reader_started`` lines."""
+    run.wait_event("reader_started", timeout_s=30, count=count)
+    return {doc["child"]: int(doc["pid"]) for doc in run.events("reader_started")}
+
+
+def two_reader_instance(broker, tmp_path: Path, runs: list[Exporter], name: str,
+                        records: int, **overrides: object) -> Exporter:
+    """An instance of two readers, in a group of its own, over a fresh 2-partition topic
+    holding ``records`` generated records; appended to ``runs``."""
+    topic = broker.new_topic(partitions=2)
+    if records:
+        produce(broker.bootstrap, topic, records, partitions=2, seed=3, days=1)
+    env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
+                       SOURCE_GROUP_ID=f"g-{topic}", **overrides)
+    runs.append(Exporter(env, tmp_path, name))
+    return runs[-1]
+
+
+def wait_status(run: Exporter, path: str, status: int, timeout_s: float = 60.0) -> bytes:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got, body = run.http_get(path)
+        if got == status:
+            return body
+        assert time.monotonic() < deadline, (path, got, body, run.tail())
+        time.sleep(0.2)
+
+
+def by_reader(body: bytes, name: str) -> Counter:
+    out: Counter = Counter()
+    for family in text_string_to_metric_families(body.decode()):
+        for s in family.samples:
+            if s.name == name:
+                out[s.labels.get("reader", "")] += s.value
+    return out
+
+
+def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
+        broker, tmp_path: Path) -> None:
+    topic = broker.new_topic(partitions=4)
+    records = 20_000
+    produce(broker.bootstrap, topic, records, partitions=4, seed=5, days=2, bad_share=0.01)
+    ends = topic_ends(broker.bootstrap, topic)
+    root = tmp_path / "out"
+    env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
+                       SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=1,
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1)
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "par")
+        runs.append(run)
+        pids = reader_pids(run)
+        assert sorted(pids) == ["r0", "r1"] and run.pid not in pids.values()
+        assert run.http_get("/health/live")[0] == 200  # every reader serves once announced
+        wait_status(run, "/health/ready", 200)
+        wait_caught_up(str(root), topic, ends, timeout_s=120, alive=run.check_alive)
+
+        # metrics: both readers' series on the one port, summing to what was produced
+        deadline = time.monotonic() + 30
+        while True:
+            status, body = run.http_get("/metrics")
+            consumed = by_reader(body, "garmexport_events_consumed_total")
+            if sum(consumed.values()) == records:
+                break
+            assert time.monotonic() < deadline, consumed
+            time.sleep(0.5)
+        assert status == 200 and consumed["r0"] > 0 and consumed["r1"] > 0, consumed
+        assert set(by_reader(body, "process_resident_memory_bytes")) == {"supervisor", "r0", "r1"}
+        assert set(by_reader(body, "garmexport_build_info")) == {"r0", "r1"}
+        assert by_reader(body, "garmexport_reader_scrape_ok") == Counter({"r0": 1, "r1": 1})
+        # a partition's gauges are under its owner only (range: two partitions per reader)
+        owners = Counter()
+        for family in text_string_to_metric_families(body.decode()):
+            for s in family.samples:
+                if s.name == "garmexport_consumer_lag_offsets":
+                    owners[s.labels["partition"]] += 1
+        assert owners == Counter({str(p): 1 for p in range(4)}), owners
+
+        # health folds: a stopped reader answers nothing, so the instance is neither live
+        # nor ready, and says which reader is wrong
+        os.kill(pids["r1"], signal.SIGSTOP)
+        try:
+            for path in ("/health/live", "/health/ready"):
+                code, answer = run.http_get(path, timeout_s=10)
+                reasons = json.loads(answer)["reasons"]
+                assert code == 503 and any(r.startswith("r1: not answering") for r in reasons), answer
+            status, body = run.http_get("/metrics", timeout_s=10)
+            assert by_reader(body, "garmexport_reader_scrape_ok") == Counter({"r0": 1, "r1": 0})
+        finally:
+            os.kill(pids["r1"], signal.SIGCONT)
+        wait_status(run, "/health/live", 200, timeout_s=20)
+        wait_status(run, "/health/ready", 200, timeout_s=20)
+
+        assert run.terminate() == 0, run.tail()
+        wait_gone(list(pids.values()))
+        stopped = run.wait_event("instance_stopped", timeout_s=5)
+        assert stopped["code"] == 0 and stopped["readers"] == {"r0": 0, "r1": 0}, stopped
+        settled = [d for d in run.events("stopped") if "settled=True" in d["reason"]]
+        assert sorted(d["reader"] for d in settled) == ["r0", "r1"], run.tail()
+        # one stream: every line names its reader (the supervisor's own lines included)
+        lines = run.events()
+        assert lines and {d.get("reader") for d in lines} == {"supervisor", "r0", "r1"}
+        assert {d["reader"] for d in lines if d["event"] == "assigned"} == {"r0", "r1"}
+        # shares: the instance's writer threads (the usable CPUs) split between the readers
+        threads = {d["reader"]: d["threads"] for d in run.events("writer_threads")}
+        assert threads == {"r0": share(usable_cpus(), 2, 0), "r1": share(usable_cpus(), 2, 1)}
+        assert foreign_visible_files(root) == []
+        assert_exact(env, ends)
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_second_signal_stops_the_instance_at_once_with_its_code(
+        broker, tmp_path: Path, signum: int, code: int) -> None:
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, f"twice-{code}", 5_000,
+                                  WRITER_MAX_FILE_AGE_S=60)
+        pids = reader_pids(run)
+        run.wait_event("assigned", timeout_s=60, count=2)
+        run.process.send_signal(signum)
+        time.sleep(0.05)
+        run.process.send_signal(signum)
+        assert run.process.wait(timeout=30) == code, run.tail()
+        wait_gone(list(pids.values()))
+
+
+def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
+        broker, tmp_path: Path) -> None:
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, "reader-dies", 5_000)
+        pids = reader_pids(run)
+        run.wait_event("assigned", timeout_s=60, count=2)
+        os.kill(pids["r0"], signal.SIGKILL)
+        assert run.process.wait(timeout=60) == 137, run.tail()
+        wait_gone(list(pids.values()))
+        exited = {d["child"]: d["code"] for d in run.events("reader_exited")}
+        assert exited == {"r0": 137, "r1": 0}, run.tail()  # r1 was stopped cleanly
+        assert run.wait_event("instance_stopped", timeout_s=5)["reason"] == "r0 exited 137"
+
+
+def test_readers_never_outlive_their_supervisor(broker, tmp_path: Path) -> None:
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, "orphans", 0)
+        pids = reader_pids(run)
+        run.wait_event("metrics_serving", timeout_s=60)
+        assert run.kill() == -9
+        wait_gone(list(pids.values()), timeout_s=10)
+
+
+RECORDS = 120_000
+RATE = 5_000  # records/s: the stream lasts about 24 s, so every kill lands mid-stream
+
+
+def test_three_instances_of_two_readers_stay_exact_across_reader_supervisor_and_instance_kills(
+        broker, tmp_path: Path) -> None:
+    topic = broker.new_topic(partitions=8)
+    root = tmp_path / "out"
+    env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
+                       WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1,
+                       SOURCE_GROUP_ID=f"g-{topic}", KAFKA_SESSION_TIMEOUT_MS=2000)
+    with exporter_runs() as runs:
+        def start(name: str) -> Exporter:
+            runs.append(Exporter(env, tmp_path, name))
+            return runs[-1]
+
+        producer, produced = produce_in_background(
+            broker.bootstrap, topic, RECORDS, partitions=8, seed=31, days=3, late_share=0.1,
+            bad_share=0.002, rate=RATE)
+        a, b, c = start("a"), start("b"), start("c")
+        for run in (a, b, c):
+            run.wait_event("assigned", timeout_s=90, where=lambda d: d["partitions"])
+        time.sleep(2)
+
+        # one reader of A: A goes down with its status
+        a_pids = reader_pids(a)
+        os.kill(a_pids["r1"], signal.SIGKILL)
+        assert a.process.wait(timeout=60) == 137, a.tail()
+        wait_gone(list(a_pids.values()))
+        a2 = start("a2")
+        a2.wait_event("assigned", timeout_s=90)
+        time.sleep(2)
+
+        # B's supervisor alone: its readers die with it
+        b_pids = reader_pids(b)
+        assert b.kill() == -9
+        wait_gone(list(b_pids.values()))
+        b2 = start("b2")
+        b2.wait_event("assigned", timeout_s=90)
+        time.sleep(2)
+
+        # the whole of C at once
+        c_pids = reader_pids(c)
+        for pid in (c.pid, *c_pids.values()):
+            os.kill(pid, signal.SIGKILL)
+        c.process.wait(timeout=30)
+        wait_gone(list(c_pids.values()))
+        upto = committed_upto(str(root), topic, list(range(8)))
+        c2 = start("c2")
+
+        producer.join(timeout=180)
+        assert not producer.is_alive() and produced.get("failed") == 0, produced
+        ends = topic_ends(broker.bootstrap, topic)
+        assert sum(ends.values()) == RECORDS
+        assert sum(v or 0 for v in upto.values()) < RECORDS, "caught up before the last kill"
+        members = (a2, b2, c2)
+
+        def members_alive() -> None:
+            for run in members:
+                run.check_alive()
+
+        wait_caught_up(str(root), topic, ends, timeout_s=240, alive=members_alive)
+        for run in members:
+            assert run.terminate() == 0, run.tail()
+        assert foreign_visible_files(root) == []
+        for run in members:  # every reader published or removed its temp files
+            for name in ("r0", "r1"):
+                leftover = root / "_tmp" / f"{run.instance}-{name}"
+                assert not leftover.exists() or not any(leftover.iterdir()), leftover
+        assert_exact(env, ends)

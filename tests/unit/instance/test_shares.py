@@ -1,0 +1,74 @@
+"""What each reader of an instance gets, and the instance's exit code."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from garmexport.instance.shares import (
+    exit_status, instance_exit_code, reader_name, reader_settings, share,
+)
+from garmexport.instance.supervisor import reader_env
+from garmexport.settings.config import ActorsConfig, Config, WriterConfig
+from garmexport.settings.load import load_config
+
+
+@given(total=st.integers(1, 10**12), readers=st.integers(1, 64))
+def test_shares_add_up_to_the_budget_and_each_reader_gets_one_at_least(
+        total: int, readers: int) -> None:
+    parts = [share(total, readers, k) for k in range(readers)]
+    assert min(parts) >= 1 and max(parts) - min(parts) <= 1
+    assert sum(parts) == max(total, readers)  # over only when the budget is below 1 each
+
+
+def test_the_remainder_goes_to_the_first_readers() -> None:
+    assert [share(7, 3, k) for k in range(3)] == [3, 2, 2]
+
+
+def test_a_reader_gets_its_share_one_reader_and_a_private_loopback_port() -> None:
+    config = Config(writer=WriterConfig(max_buffered_bytes=100, max_open_files=2001),
+                    actors=ActorsConfig(cores=3, parallelism=2))
+    first = reader_settings(config, 2, 0, "/run/r0.port")
+    second = reader_settings(config, 2, 1, "/run/r1.port")
+    assert first == {"KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "32768",
+                     "ACTORS_PARALLELISM": "1", "ACTORS_CORES": "2",
+                     "WRITER_MAX_BUFFERED_BYTES": "50", "WRITER_MAX_OPEN_FILES": "1001",
+                     "METRICS_HOST": "127.0.0.1", "METRICS_PORT": "0",
+                     "METRICS_PORT_FILE": "/run/r0.port"}
+    assert second["ACTORS_CORES"] == "1" and second["WRITER_MAX_OPEN_FILES"] == "1000"
+
+
+def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> None:
+    config = Config(actors=ActorsConfig(cores=2, parallelism=2))
+    operator = {"GARMEXPORT_WRITER_MAX_OPEN_FILES": "10", "GARMEXPORT_METRICS_PORT": "9108",
+                "GARMEXPORT_SOURCE_TOPIC": "garmadon", "PATH": "/bin"}
+    env = reader_env(config, 2, 1, "/run/r1.port", operator)
+    assert env["PATH"] == "/bin" and env["GARMEXPORT_SOURCE_TOPIC"] == "garmadon"
+    loaded = load_config(None, env)
+    assert loaded.actors.readers() == 1 and loaded.actors.writer_threads() == 1
+    assert loaded.writer.max_open_files == 1000  # half the default 2000, not the operator's 10
+    assert (loaded.metrics.host, loaded.metrics.port) == ("127.0.0.1", 0)
+    assert loaded.metrics.port_file == "/run/r1.port"
+    assert str(loaded.kafka["queued.max.messages.kbytes"]) == "32768"  # half librdkafka's pre-fetch
+    assert loaded.source.topic == "garmadon"  # the operator's own settings stay
+
+
+def test_parallelism_zero_means_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("garmexport.settings.config.usable_cpus", lambda: 6)
+    assert ActorsConfig().readers() == 6 and ActorsConfig(parallelism=1).readers() == 1
+
+
+@pytest.mark.parametrize("returncode, status", [(0, 0), (1, 1), (2, 2), (-9, 137), (-15, 143)])
+def test_a_killed_reader_reports_as_a_shell_would(returncode: int, status: int) -> None:
+    assert exit_status(returncode) == status
+
+
+def test_the_first_reader_that_failed_decides_the_instance_code() -> None:
+    assert instance_exit_code([0, 137, 1]) == 137
+    assert instance_exit_code([1, 0]) == 1
+    assert instance_exit_code([0, 0]) == 0 and instance_exit_code([]) == 0
+
+
+def test_readers_are_named_by_their_index() -> None:
+    assert [reader_name(k) for k in range(3)] == ["r0", "r1", "r2"]
