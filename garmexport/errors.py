@@ -15,6 +15,7 @@
      |    |                                            background; never stops the export)
      |    +-- TableMissing(MetastoreError, LookupError)
      |                                                 the table (or its database) is not there
+     +-- LeaseLost(GarmexportError, RuntimeError)      another compaction holds the output root
      +-- ProtocolViolation(GarmexportError, RuntimeError)
                                                        an invariant of the commit protocol broke:
                                                        never caught, the process exits non-zero
@@ -67,6 +68,11 @@ class MetastoreError(GarmexportError, ConnectionError):
 class TableMissing(MetastoreError, LookupError):
     """The metastore has no such table (or database): dropped, or restored from an older
     backup. Registration forgets that it made the table and makes it again."""
+
+
+class LeaseLost(GarmexportError, RuntimeError):
+    """Another compaction run holds (or took over) the output root's lease; this run stops
+    before its next commit and the holder finishes the work."""
 
 
 class ProtocolViolation(GarmexportError, RuntimeError):

@@ -71,7 +71,8 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
                                                                   config.hive.database)),
         outputs=tuple(_opt(args, "output", ())),
         days=tuple(_opt(args, "day", ())),
-        dry_run=bool(getattr(args, "dry_run", False)))
+        dry_run=bool(getattr(args, "dry_run", False)),
+        grace_s=float(c.retired_grace_s))
 
 
 def spark_conf(args: argparse.Namespace) -> dict[str, str]:

@@ -5,6 +5,11 @@ lateness delay is behind the slowest partition), every raw file of the day had b
 (none was left above the watermark), and the compacted files it lists hold the day's
 ``rows`` rows -- every event of the day the exporter had committed by then.
 
+A swap removes the marker before its commit point (:func:`.recover.commit_swap`): from
+then until the run marks the day again, the day has no marker, crash or not. The run
+writes it only when a fresh listing of the day shows exactly the files it names
+(:func:`mark_if_complete`).
+
 A late event after it (later than the lateness delay) lands as a new small raw file in the
 day directory, as always. The marker is *kept*, not withdrawn (withdrawing would make the
 exporter, which must not read day directories, responsible for it): a reader checks
@@ -18,11 +23,12 @@ The name starts with ``_``: Spark and Hive never read it as data.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
 from garmexport.compaction.plan import InputFile
+from garmexport.compaction.scan import scan_day
 from garmexport.protocol.naming import FileName
 
 
@@ -69,3 +75,21 @@ def write_complete(fs: FileOps, output: str, day: str, doc: dict[str, object]) -
         return False
     fs.write(f"{day_dir(output, day)}/{COMPLETE}", json.dumps(doc, indent=1).encode())
     return True
+
+
+#: crash point of the tests that kill compaction: just before ``_COMPLETE`` is written
+COMPLETE_STEP = "before-complete"
+
+
+def mark_if_complete(fs: FileOps, output: str, day: str, now_ms: int, lateness_s: float,
+                     crash: Callable[[str], None]) -> bool:
+    """Write the day's marker if the (closed) day is fully compacted and a listing taken
+    just before still shows exactly the files it names; True if written."""
+    files, names, _ = scan_day(fs, output, day)
+    doc = completion(output, day, files, names, True, now_ms, lateness_s)
+    if doc is None:
+        return False
+    if not is_current(doc, [e.name for e in fs.list(day_dir(output, day)) if not e.is_dir]):
+        return False  # a file was published since the scan: the next run marks the day
+    crash(COMPLETE_STEP)
+    return write_complete(fs, output, day, doc)

@@ -8,9 +8,11 @@ a small footer, and a day holds thousands of files. Paths are ``/``-separated, r
 the root.
 
 Contracts: ``root_state`` looks at the root and creates nothing (compaction never makes a
-root: :mod:`garmexport.storage.root_check`); ``list`` of a missing directory is ``[]``; ``delete``/``delete_tree`` of a
-missing path is fine; ``rename`` never overwrites (raises StorageError if the target
-exists or the rename fails); ``write`` replaces the file through a hidden temp name and a
+root: :mod:`garmexport.storage.root_check`); ``list`` of a missing directory is ``[]``;
+``delete``/``delete_tree`` of a missing path is fine; ``rename`` and ``copy`` create the
+target's parent directory and never overwrite (raise StorageError if the target exists
+or the call fails; a copy appears whole or not at all); ``write`` replaces the file
+through a hidden temp name and a
 rename, so a reader sees the old content, nothing, or the new content, never a part.
 """
 
@@ -34,6 +36,7 @@ class FileOps(Protocol):
                   size: int | None = None) -> tuple[bytes, int]: ...
     def write(self, path: str, data: bytes) -> None: ...
     def rename(self, src: str, dst: str) -> None: ...
+    def copy(self, src: str, dst: str) -> None: ...
     def delete(self, path: str) -> None: ...
     def delete_tree(self, path: str) -> None: ...
 
@@ -87,11 +90,33 @@ class LocalFs:
         os.replace(tmp, self._p(path))
 
     def rename(self, src: str, dst: str) -> None:
+        os.makedirs(os.path.dirname(self._p(dst)), exist_ok=True)
         try:
             os.link(self._p(src), self._p(dst))  # fails if dst exists: no overwrite
         except OSError as exc:
             raise StorageError(f"rename {src} -> {dst}: {exc}") from exc
         os.unlink(self._p(src))
+
+    def copy(self, src: str, dst: str) -> None:
+        """A hard link: data files are never changed once published, so sharing the inode
+        costs no bytes; a plain copy (through a temp name) where links are refused."""
+        os.makedirs(os.path.dirname(self._p(dst)), exist_ok=True)
+        try:
+            os.link(self._p(src), self._p(dst))
+            return
+        except FileExistsError as exc:
+            raise StorageError(f"copy {src} -> {dst}: {exc}") from exc
+        except OSError:
+            pass  # EXDEV, EPERM: no hard links here
+        tmp = self._p(_tmp_name(dst))
+        try:
+            shutil.copyfile(self._p(src), tmp)
+            os.link(tmp, self._p(dst))
+        except OSError as exc:
+            raise StorageError(f"copy {src} -> {dst}: {exc}") from exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def delete(self, path: str) -> None:
         try:
@@ -110,7 +135,8 @@ class HadoopFs:
         self.uri = uri.rstrip("/")
         self._jvm = spark._jvm
         self._Path = self._jvm.org.apache.hadoop.fs.Path
-        self._fs = self._Path(self.uri).getFileSystem(spark._jsc.hadoopConfiguration())
+        self._conf = spark._jsc.hadoopConfiguration()
+        self._fs = self._Path(self.uri).getFileSystem(self._conf)
         # No .crc side files from the local checksum file system (no-op elsewhere).
         self._fs.setWriteChecksum(False)
 
@@ -159,8 +185,18 @@ class HadoopFs:
             raise StorageError(f"write {path}: rename of the temp file failed")
 
     def rename(self, src: str, dst: str) -> None:
+        self._fs.mkdirs(self._p(dst).getParent())  # HDFS refuses a rename into a missing dir
         if self._fs.exists(self._p(dst)) or not self._fs.rename(self._p(src), self._p(dst)):
             raise StorageError(f"rename {src} -> {dst} failed (target exists or source missing)")
+
+    def copy(self, src: str, dst: str) -> None:
+        """A byte copy through the driver into a hidden temp name, then a rename."""
+        tmp = self._p(_tmp_name(dst))
+        copied = self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+            self._fs, self._p(src), self._fs, tmp, False, True, self._conf)
+        if not copied:
+            raise StorageError(f"copy {src} -> {dst} failed")
+        self.rename(_tmp_name(dst), dst)
 
     def delete(self, path: str) -> None:
         self._fs.delete(self._p(path), False)

@@ -10,7 +10,10 @@ statements are built by pure functions; :func:`sync_table` runs them:
   read NULL); a column whose type changed is reported, never altered (Hive cannot read
   old files as the new type);
 - adds a partition for every day directory the metastore does not know
-  (``ADD IF NOT EXISTS``, so a repeated or concurrent run is harmless).
+  (``ADD IF NOT EXISTS``, so a repeated or concurrent run is harmless);
+- :func:`locate` points one day's partition at a directory: the flips of a swap
+  (:mod:`.swap`), one ``ALTER TABLE .. PARTITION .. SET LOCATION`` (one metastore
+  ``alter_partition`` call) each.
 
 The metastore is Spark's: embedded Derby by default, a remote one through
 ``spark.hadoop.hive.metastore.uris`` (see :func:`.spark_job.build_session`).
@@ -19,6 +22,7 @@ The metastore is Spark's: embedded Derby by default, a remote one through
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -84,3 +88,26 @@ def sync_table(spark: Any, database: str, table: str, location: str,
     # This session may have cached the file listing of days this run rewrote.
     spark.catalog.refreshTable(f"{database}.{table}")
     return {"columns_added": len(added), "partitions_added": len(new_days)}
+
+
+def locate_sql(database: str, table: str, day: str, location: str) -> list[str]:
+    """Create the day's partition at ``location`` if missing, then set its location."""
+    fq = f"{quote(database)}.{quote(table)}"
+    spec = f"PARTITION ({PARTITION_COLUMN}={_lit(day)})"
+    return [f"ALTER TABLE {fq} ADD IF NOT EXISTS {spec} LOCATION {_lit(location)}",
+            f"ALTER TABLE {fq} {spec} SET LOCATION {_lit(location)}"]
+
+
+def locate(spark: Any, database: str, table: str, day: str, location: str) -> bool:
+    """Point the day's partition of ``database.table`` at ``location``; False (and nothing
+    done) when the table does not exist: no metastore reader can see the day then, and
+    :func:`sync_table` registers it at the day directory once the swap is over."""
+    if not spark.catalog.tableExists(f"{database}.{table}"):
+        return False
+    add, move = locate_sql(database, table, day, location)
+    spark.sql(add)
+    started = time.monotonic()
+    spark.sql(move)
+    log_event(log, "hive_partition_located", table=f"{database}.{table}", day=day,
+              location=location, seconds=round(time.monotonic() - started, 3))
+    return True

@@ -2,12 +2,16 @@
 
 Order, and why:
 
+0. Take the root's lease (:mod:`.lease`), waiting for a run that holds it: one run at a
+   time, and a killed run's lease expires within seconds for its retry.
 1. :func:`.recover.recover_all` first: finish or undo any swap a crashed run left, so the
-   day directories hold each row exactly once before anything is planned.
+   day directories hold each row exactly once before anything is planned; then delete
+   the metastore views retired longer ago than the grace (:mod:`.retired`).
 2. Markers give W and the closed horizon (:mod:`.markers`, :mod:`.closed`); one read
    for the whole run: markers only grow, so a stale read only folds less.
 3. Per output, per closed day: scan, plan (pure), write with Spark into staging, commit the
-   swap (:mod:`.swap`), then write ``_COMPLETE`` when the day is fully compacted.
+   swap (:mod:`.swap`: with a metastore view when Hive is on), then write ``_COMPLETE``
+   when the day is fully compacted and its visible files are the ones it names.
 4. Per output, and for ``_quarantine``: the Hive table gets new columns and the new day
    partitions (tables as :mod:`garmexport.hive.tables` defines them).
 
@@ -23,13 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from garmexport.compaction import complete, hive
+from garmexport.compaction import complete, hive, retired
 from garmexport.compaction.closed import is_closed, last_closed_day
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.markers import read_markers
-from garmexport.compaction.names import CompactedName, day_dir, sidecar_path, staging_path
+from garmexport.compaction.lease import Lease
+from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
+                                         view_path)
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
-from garmexport.compaction.recover import commit_swap, recover_all
+from garmexport.compaction.recover import Locator, commit_swap, recover_all
 from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
 from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
@@ -53,6 +59,10 @@ class CompactOptions:
     outputs: tuple[str, ...] = ()  # empty: every dataset under the root
     days: tuple[str, ...] = ()  # empty: every closed day
     dry_run: bool = False
+    #: a retired metastore view is deleted this long after the metastore left it
+    grace_s: float = 3600.0
+    #: how long a run waits for another run of the same root to finish
+    lease_wait_s: float = 3 * 3600.0
 
 
 #: Summary field -> its name in a dry run's summary (what would be done)
@@ -72,11 +82,13 @@ class Summary:
     files_left: int = 0
     rolled_forward: int = 0
     rolled_back: int = 0
+    views_deleted: int = 0
     complete_written: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    #: longest swap of one day (journal written to journal removed): an upper bound of the
-    #: time a reader could see an output and some of its inputs at once
+    #: longest window of one day's swap in which a path reader could see an output and some
+    #: of its inputs at once: first output published into the day dir to last input deleted
+    #: (metastore readers are on the view meanwhile)
     max_swap_s: float = 0.0
 
     def as_dict(self, dry_run: bool = False) -> dict[str, Any]:
@@ -105,8 +117,9 @@ class Summary:
                 f"{self.max_swap_s:.3f} s")
 
 
-def journal_for(plan: DayPlan, staged: list[str]) -> Journal:
-    """The journal of a written plan: staged part k -> output k, inputs to delete."""
+def journal_for(plan: DayPlan, staged: list[str], view: bool = False) -> Journal:
+    """The journal of a written plan: staged part k -> output k, inputs to delete, and the
+    metastore view of the generation when ``view``."""
     base = day_dir(plan.output, plan.day)
     moves = tuple(Move(staged[k], f"{base}/{o.name.format()}", sidecar_path(base, o.name),
                        ranges_to_json(o.ranges(), source=o.name.source, topic=o.name.topic,
@@ -119,7 +132,8 @@ def journal_for(plan: DayPlan, staged: list[str]) -> Journal:
         if f.compacted:  # data file before its sidecar: data never exists without ranges
             deletes.append(sidecar_path(base, CompactedName.parse(f.name)))  # type: ignore[arg-type]
     return Journal(plan.output, plan.day, plan.generation,
-                   staging_path(plan.output, plan.day, plan.generation), moves, tuple(deletes))
+                   staging_path(plan.output, plan.day, plan.generation), moves, tuple(deletes),
+                   view_path(plan.output, plan.day, plan.generation) if view else "")
 
 
 def _count(summary: Summary, plan: DayPlan, bytes_out: int) -> int:
@@ -134,9 +148,19 @@ def _count(summary: Summary, plan: DayPlan, bytes_out: int) -> int:
     return bytes_in
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What every day of one run shares: the lease, the metastore flips, the time."""
+
+    lease: Lease
+    locator: Locator | None
+    now_ms: int
+    crash: Callable[[str], None]
+
+
 def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day: str,
                 watermarks: dict[tuple[str, str, int], int], summary: Summary,
-                crash: Callable[[str], None]) -> list[str]:
+                ctx: RunContext) -> list[str]:
     """Compact one closed day; returns the paths of the files it published (maybe none)."""
     files, names, problems = scan_day(fs, output, day)
     summary.problems.extend(problems)
@@ -153,10 +177,9 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     staging = staging_path(output, day, plan.generation)
     staged, _, bytes_out = write_outputs(spark, fs, plan, staging, opts.codec,
                                          opts.sort_columns)
-    journal = journal_for(plan, staged)
-    swap_started = time.monotonic()
-    commit_swap(fs, journal, crash)
-    swap_s = time.monotonic() - swap_started
+    journal = journal_for(plan, staged, view=ctx.locator is not None)
+    ctx.lease.check()  # a run that lost the lease must not commit
+    swap_s = commit_swap(fs, journal, ctx.crash, ctx.locator, ctx.now_ms)
     summary.max_swap_s = max(summary.max_swap_s, swap_s)
     bytes_in = _count(summary, plan, bytes_out)
     log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,
@@ -187,13 +210,33 @@ def sync_hive(spark: Any, fs: FileOps, opts: CompactOptions, output: str, days: 
     log_event(log, "hive_table_synced", table=f"{t.database}.{t.table(output)}", **stats)
 
 
+def locator_of(spark: Any, fs: FileOps, opts: CompactOptions) -> Locator | None:
+    """The metastore flips of this run's swaps; None when Hive is off (plain swaps)."""
+    if not opts.hive or opts.dry_run:
+        return None
+    t = opts.tables
+
+    def locate(output: str, day: str, path: str) -> None:
+        hive.locate(spark, t.database, t.table(output), day, f"{fs.uri}/{path}")
+    return locate
+
+
 def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
         crash: Callable[[str], None] = crash_point) -> Summary:
     """Run compaction once over the root (see the module docstring)."""
     started = time.monotonic()
+    with Lease(fs).hold(opts.lease_wait_s) as lease:
+        return _run(spark, fs, opts, now_ms,
+                    RunContext(lease, locator_of(spark, fs, opts), now_ms, crash), started)
+
+
+def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunContext,
+         started: float) -> Summary:
     summary = Summary()
-    recovered = recover_all(fs)
+    recovered = recover_all(fs, ctx.locator, now_ms)
     summary.rolled_forward, summary.rolled_back = recovered.rolled_forward, recovered.rolled_back
+    if not opts.dry_run:
+        summary.views_deleted = retired.sweep(fs, now_ms, opts.grace_s)
     facts = read_markers(fs)
     last_closed = last_closed_day(facts.progress.values(), now_ms, opts.lateness_s)
     log_event(log, "compaction_start", root=opts.root_uri, partitions=len(facts.progress),
@@ -205,11 +248,10 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
             if (opts.days and day not in opts.days) or not is_closed(epoch_day(day), last_closed):
                 continue
             written += compact_day(spark, fs, opts, output, day, facts.watermarks(output),
-                                   summary, crash)
-            files, names, _ = scan_day(fs, output, day)
-            doc = complete.completion(output, day, files, names, True, now_ms, opts.lateness_s)
-            if doc is not None and not opts.dry_run:
-                summary.complete_written += complete.write_complete(fs, output, day, doc)
+                                   summary, ctx)
+            if not opts.dry_run:
+                summary.complete_written += complete.mark_if_complete(
+                    fs, output, day, now_ms, opts.lateness_s, ctx.crash)
         if opts.hive and days and not opts.dry_run:
             sync_hive(spark, fs, opts, output, days, written)
     quarantine_days = list_days(fs, QUARANTINE_DIR)

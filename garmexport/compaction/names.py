@@ -7,6 +7,9 @@ Layout (``/``-separated paths relative to the output root)::
     <output>/day=D/_COMPLETE                                    completeness marker (hidden)
     _compaction/<output>/day=D/g<GGGGGG>/                       Spark staging dir of a generation
     _compaction/<output>/day=D/g<GGGGGG>.json                   journal: the swap is committed
+    <output>/day=D/_g<GGGGGG>/                                  metastore view of generation G
+    _compaction/_retired/<output>/day=D/g<GGGGGG>.json          a view retired at (ms): swept later
+    _compaction/_lease/<KKKKKKKKKK>.json                        who may compact the root now
 
 Invariants:
 
@@ -15,7 +18,9 @@ Invariants:
   fencing never mistake one for a raw file, and a raw name never parses as compacted.
 - The generation G only grows per (output, day), so a new generation never reuses a name.
 - Names starting with ``_`` or ``.`` are hidden from readers, so they are never data here.
-- Every bookkeeping name starts with ``_``: readers of ``<output>`` see data only.
+- Every bookkeeping name starts with ``_``: readers of ``<output>`` see data only. A view
+  directory ``_gG`` is hidden too: path readers of the day, the exporter and ``verify``
+  never look into it; only the metastore points at it (:mod:`.swap`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from dataclasses import dataclass
 from garmexport.protocol.naming import LABEL_PATTERN, check_label
 
 COMPACTION_DIR = "_compaction"
+RETIRED_DIR = f"{COMPACTION_DIR}/_retired"
+LEASE_DIR = f"{COMPACTION_DIR}/_lease"
 COMPLETE = "_COMPLETE"
 _LABEL = LABEL_PATTERN
 _COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.parquet$", re.ASCII)
@@ -82,6 +89,22 @@ def journal_path(output: str, day: str, generation: int) -> str:
 
 def staging_path(output: str, day: str, generation: int) -> str:
     return f"{work_dir(output, day)}/g{generation:06d}"
+
+
+def view_path(output: str, day: str, generation: int) -> str:
+    """The metastore view of one generation: a hidden directory of the day holding the day's
+    data files as they are once the generation is swapped in (:mod:`.swap`)."""
+    return f"{day_dir(output, day)}/_g{generation:06d}"
+
+
+def retired_path(output: str, day: str, generation: int) -> str:
+    """Record of the retirement of a view (written once the metastore left it)."""
+    return f"{RETIRED_DIR}/{output}/day={day}/g{generation:06d}.json"
+
+
+def is_hidden(name: str) -> bool:
+    """Names Spark, Hive and pyarrow skip when they list a directory."""
+    return name[:1] in ("_", ".")
 
 
 def parse_journal(name: str) -> int | None:

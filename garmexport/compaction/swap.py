@@ -1,57 +1,76 @@
 """The crash-safe swap of a day's small files for compacted ones: journal, roll forward.
 
-Decision. Compacted files go into the same day directory as the raw files
-(``<output>/day=D/``), under names the exporter never uses (:mod:`.names`), and the Hive
-partition location never changes. Switching the Hive partition LOCATION to a generation
-directory was rejected: the exporter keeps publishing late files into ``<output>/day=D/``
-(a Hive partition has one location, so they would vanish from Hive until the next run),
-and readers of the raw dataset path would no longer see the compacted rows at all.
+Decision (DESIGN.md 6). The compacted files end in the same day directory as the raw files
+(``<output>/day=D/``), under names the exporter never uses (:mod:`.names`): path readers,
+the exporter's late files and ``verify`` all keep one directory per day. No file system
+here swaps many files at once, so that directory changes file by file. Readers that go
+through the metastore are spared that: while the day directory changes, the Hive
+partition points at a *view*, ``<output>/day=D/_gG/`` (hidden from path readers), that
+already holds the day as it is after the swap, and the location is flipped there and back
+in one metastore call each.
 
 Steps of one generation G of (output, day)::
 
     1 write   Spark writes every output into _compaction/<output>/day=D/gG/ (hidden)
-    2 commit  the journal _compaction/<output>/day=D/gG.json is written (temp + rename):
-              it names every staged file, its final name, its ranges sidecar, and every
-              input to delete. Its existence IS the commit point.
-    3 publish per output: write the sidecar, then rename staged -> final (day dir)
-    4 delete  every input file (a compacted input: data file first, then its sidecar)
-    5 clean   remove the staging dir, then the journal
+    2 commit  _COMPLETE of the day is removed; then the journal
+              _compaction/<output>/day=D/gG.json is written (temp + rename): it names every
+              staged file, its final name, its ranges sidecar, every input to delete and
+              the view. Its existence IS the commit point.
+    3 view    the staged outputs are renamed into the view, and every other file a reader
+              of the day sees (not an input) is copied there (a hard link on a local disk)
+    4 flip    the partition's location -> the view           (metastore readers: after)
+    5 publish per output: write the sidecar, copy view -> final name in the day dir
+    6 delete  every input file (a compacted input: data file first, then its sidecar)
+    7 unflip  the partition's location -> the day directory  (metastore readers: after)
+    8 retire  the view is recorded as retired now; it is deleted a grace period later
+              (:func:`sweep_retired`), so a query that listed it still finds its files
+    9 clean   remove the staging dir, then the journal
 
-Crash recovery (run at the start of every compaction run, before planning):
+Without a metastore (``compact --no-hive``) a journal has no view: steps 3, 4, 7 and 8 are
+skipped and step 5 renames staged -> final, as before views existed.
+
+Crash recovery (at the start of every run, before planning; a retried run is the usual
+one):
 
 - no journal for gG (crash in 1 or 2): nothing visible changed; the staging dir and any
-  journal temp file are deleted: the swap is undone.
-- journal gG exists (crash in 3, 4 or 5): :func:`roll_forward` computes the remaining
-  actions from what is present and applies them: finished renames are skipped, missing
-  sidecars are written, inputs still present are deleted. Every action is idempotent,
-  so a crash during recovery is recovered the same way. Inputs are deleted only after
-  every output is final; an output that is neither staged nor final is a
-  :class:`ProtocolViolation` and no input is deleted.
+  journal temp file are deleted: the swap is undone (``_COMPLETE`` may be gone: the run
+  writes it again once the day is compacted).
+- journal gG exists (crash in 3-9): :func:`roll_forward` computes the remaining actions
+  from what is present and applies them: done renames and copies are skipped, missing
+  sidecars are written, inputs still present are deleted, and both flips are made again
+  (setting a location is idempotent). An output that is neither staged, in the view nor
+  final is a :class:`ProtocolViolation` and no input is deleted.
 
-So after the next run finishes, every row is in exactly one visible file. What readers see
-*during* steps 3-4 (seconds): both an output and some of its inputs (rows twice), because
-no file system offers an atomic multi-file swap; a query planned before step 4 may fail on
-a deleted input and must be retried. Schedule compaction when the day is closed (nobody is
-expected to be reading it as it changes) -- a table format (Iceberg/Delta) is the fix if
-that window matters.
+What each reader sees, crash or not: a metastore reader sees the day before the swap until
+step 4 and after it from then on (the view, then the day directory once it equals the
+view). A path reader of the day directory sees it change file by file in steps 5-6: some
+rows twice for that window (the run reports it), or until the next run after a crash there.
+Files the exporter publishes into the day after step 3 reach metastore readers at step 7.
 
-Assumptions: one compaction job per output root at a time (a scheduled job); the lateness
-delay is longer than any exporter zombie can live (session timeout + max file age), because
-a deleted raw name can no longer fence a zombie that still holds that file open.
+Assumptions: one compaction job per output root at a time (:mod:`.lease` makes sure); the
+lateness delay is longer than any exporter zombie can live (session timeout + max file
+age), because a deleted raw name can no longer fence a zombie that still holds that file
+open.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from garmexport.compaction.names import is_hidden
 from garmexport.errors import ProtocolViolation
 
 CRASH_ENV = "GARMEXPORT_COMPACT_CRASH_AT"
+#: crash points, in the order a swap with a view reaches them: "before-journal",
+#: "after-journal", "mid-view", "after-view", "after-flip", "mid-publish", "after-publish",
+#: "mid-delete", "after-delete", "after-unflip" (a swap without a view skips the view and
+#: flip ones). The first six keep their old places in the tuple.
 STEPS = ("before-journal", "after-journal", "mid-publish", "after-publish", "mid-delete",
-         "after-delete")
+         "after-delete", "mid-view", "after-view", "after-flip", "after-unflip")
 
 
 @dataclass(frozen=True)
@@ -74,18 +93,32 @@ class Journal:
     staging: str
     moves: tuple[Move, ...]
     deletes: tuple[str, ...]  # inputs, in deletion order
+    #: the metastore view directory ("" when no metastore is flipped: a plain swap)
+    view: str = ""
 
     def to_json(self) -> bytes:
-        doc = {"version": 1, "output": self.output, "day": self.day,
+        doc = {"version": 2 if self.view else 1, "output": self.output, "day": self.day,
                "generation": self.generation, "staging": self.staging,
                "moves": [m.__dict__ for m in self.moves], "deletes": list(self.deletes)}
+        if self.view:
+            doc["view"] = self.view
         return json.dumps(doc, indent=1).encode()
 
     @staticmethod
     def from_json(data: bytes) -> Journal:
         doc = json.loads(data)
         return Journal(doc["output"], doc["day"], int(doc["generation"]), doc["staging"],
-                       tuple(Move(**m) for m in doc["moves"]), tuple(doc["deletes"]))
+                       tuple(Move(**m) for m in doc["moves"]), tuple(doc["deletes"]),
+                       str(doc.get("view", "")))
+
+    @property
+    def day_dir(self) -> str:
+        """The day directory, the parent of every final name."""
+        return f"{self.output}/day={self.day}"
+
+    def in_view(self, move: Move) -> str:
+        """Where ``move``'s output sits in the view (its final name)."""
+        return f"{self.view}/{move.final.rpartition('/')[2]}"
 
 
 @dataclass(frozen=True)
@@ -101,6 +134,14 @@ class Rename:
 
 
 @dataclass(frozen=True)
+class Copy:
+    """Copy ``src`` to ``dst`` (never overwriting); both stay."""
+
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True)
 class Delete:
     path: str
 
@@ -110,15 +151,37 @@ class DeleteTree:
     path: str
 
 
-Action = WriteFile | Rename | Delete | DeleteTree
+@dataclass(frozen=True)
+class Locate:
+    """Point the day's metastore partition at directory ``path`` (relative to the root)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Retire:
+    """Record that the metastore left view ``view``: it may be deleted after the grace."""
+
+    view: str
+
+
+Action = WriteFile | Rename | Copy | Delete | DeleteTree | Locate | Retire
+
+
+def _missing_output(m: Move, journal_path: str) -> ProtocolViolation:
+    return ProtocolViolation(f"compacted output {m.final} of journal {journal_path} "
+                             "is neither staged nor published; inputs are kept")
 
 
 def roll_forward(journal: Journal, present: frozenset[str], journal_path: str) -> list[Action]:
     """The actions that finish a committed swap, given the set of paths that exist.
 
-    Pure. Raises ProtocolViolation if an output is neither staged nor final (its rows
-    would be lost by deleting the inputs).
+    ``present`` holds the files of the day directory, the staging dir and the view. Pure.
+    Raises ProtocolViolation if an output is neither staged nor final (nor in the view):
+    its rows would be lost by deleting the inputs.
     """
+    if journal.view:
+        return _roll_forward_view(journal, present, journal_path)
     actions: list[Action] = []
     for m in journal.moves:
         if m.sidecar not in present:
@@ -129,9 +192,48 @@ def roll_forward(journal: Journal, present: frozenset[str], journal_path: str) -
         elif m.staged in present:
             actions.append(Rename(m.staged, m.final))
         else:
-            raise ProtocolViolation(f"compacted output {m.final} of journal {journal_path} "
-                                    "is neither staged nor published; inputs are kept")
+            raise _missing_output(m, journal_path)
     actions.extend(Delete(p) for p in journal.deletes if p in present)
+    actions.append(DeleteTree(journal.staging))
+    actions.append(Delete(journal_path))
+    return actions
+
+
+def view_extras(journal: Journal, present: frozenset[str]) -> list[str]:
+    """Names in the day dir a reader sees that the swap keeps: neither inputs nor outputs.
+
+    Every non-hidden file counts, ours or not: Spark and Hive read them all.
+    """
+    base = journal.day_dir + "/"
+    gone = set(journal.deletes) | {m.final for m in journal.moves}
+    return sorted(p[len(base):] for p in present if p.startswith(base) and p not in gone
+                  and "/" not in p[len(base):] and not is_hidden(p[len(base):]))
+
+
+def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: str
+                       ) -> list[Action]:
+    actions: list[Action] = []
+    swapped = (all(m.final in present for m in journal.moves)
+               and not any(p in present for p in journal.deletes))
+    if not swapped:  # steps 3-6; once the day dir is swapped, the view is complete too
+        for m in journal.moves:
+            if m.final in present or journal.in_view(m) in present:
+                continue
+            if m.staged not in present:
+                raise _missing_output(m, journal_path)
+            actions.append(Rename(m.staged, journal.in_view(m)))
+        actions.extend(Copy(f"{journal.day_dir}/{n}", f"{journal.view}/{n}")
+                       for n in view_extras(journal, present)
+                       if f"{journal.view}/{n}" not in present)
+        actions.append(Locate(journal.view))
+        for m in journal.moves:
+            if m.sidecar not in present:
+                actions.append(WriteFile(m.sidecar, m.sidecar_body))
+            if m.final not in present:
+                actions.append(Copy(journal.in_view(m), m.final))
+        actions.extend(Delete(p) for p in journal.deletes if p in present)
+    actions.append(Locate(journal.day_dir))
+    actions.append(Retire(journal.view))
     actions.append(DeleteTree(journal.staging))
     actions.append(Delete(journal_path))
     return actions
@@ -143,30 +245,80 @@ def crash_point(step: str) -> None:
         os._exit(137)
 
 
+class Effects:
+    """What :func:`apply` does beyond files: the metastore flip and the retirement record.
+
+    ``locate(path)`` points the day's partition at ``path`` (relative to the root);
+    ``retire(view)`` records the view's retirement time. The default does neither, which
+    is right only for journals without a view.
+    """
+
+    def locate(self, path: str) -> None:
+        raise ProtocolViolation(f"a swap with a metastore view needs the metastore to point "
+                                f"the partition at {path}; run compact with Hive on")
+
+    def retire(self, view: str) -> None:
+        raise ProtocolViolation(f"cannot retire view {view} without a clock")
+
+
 def apply(fs: object, actions: Iterable[Action],
-          crash: Callable[[str], None] = crash_point) -> None:
-    """Apply ``actions`` in order with the FileOps ``fs``, calling the crash hooks."""
-    renames = deletes = 0
-    published = False
+          crash: Callable[[str], None] = crash_point, effects: Effects | None = None) -> float:
+    """Apply ``actions`` in order with the FileOps ``fs``, calling the crash hooks.
+
+    Each crash point is called once, at its place in :data:`STEPS` order. Returns the
+    seconds from the first output published into the day directory to the last input
+    deleted from it: the window in which a path reader can see rows twice (0 when this
+    call published nothing).
+    """
+    effects = effects or Effects()
+    actions = list(actions)
+    viewed = any(isinstance(a, Locate) for a in actions)  # else: renames publish
+    said: set[str] = set()
+    window: list[float] = []  # [opened, closed]
+
+    def once(step: str) -> None:
+        if step not in said:
+            said.add(step)
+            if step == "after-delete" and window:
+                window.append(time.monotonic())
+            crash(step)
+
+    def publishing() -> None:
+        if not window:
+            window.append(time.monotonic())
+
+    flips = 0
     for a in actions:
         if isinstance(a, WriteFile):
             fs.write(a.path, a.body.encode())  # type: ignore[attr-defined]
         elif isinstance(a, Rename):
+            if not viewed:
+                publishing()
             fs.rename(a.src, a.dst)  # type: ignore[attr-defined]
-            renames += 1
-            if renames == 1:
-                crash("mid-publish")
+            once("mid-view" if viewed else "mid-publish")
+        elif isinstance(a, Copy):
+            if flips:
+                publishing()
+            fs.copy(a.src, a.dst)  # type: ignore[attr-defined]
+            if flips:
+                once("mid-publish")
+        elif isinstance(a, Locate):
+            if flips == 0:
+                once("after-view")
+            else:
+                once("after-publish")
+                once("after-delete")
+            effects.locate(a.path)
+            flips += 1
+            once("after-flip" if flips == 1 else "after-unflip")
+        elif isinstance(a, Retire):
+            effects.retire(a.view)
         elif isinstance(a, Delete):
-            if not published:
-                published = True
-                crash("after-publish")
+            once("after-publish")
             fs.delete(a.path)  # type: ignore[attr-defined]
-            deletes += 1
-            if deletes == 1:
-                crash("mid-delete")
+            once("mid-delete")
         elif isinstance(a, DeleteTree):
-            if not published:
-                published = True
-                crash("after-publish")
-            crash("after-delete")
+            once("after-publish")
+            once("after-delete")
             fs.delete_tree(a.path)  # type: ignore[attr-defined]
+    return window[1] - window[0] if len(window) == 2 else 0.0

@@ -1,0 +1,98 @@
+"""A reader of one day in a loop, in its own process, as a dashboard would read it.
+
+Usage: ``python -m tests.spark.swap_reader METASTORE_URI WORKDIR MANIFEST SAMPLES``.
+Each loop reads the JSON ``MANIFEST`` (``{"tag", "root", "database", "table", "day",
+"keys": [[partition, offset], ...]}``, rewritten by the test between cases; ``{}``: idle;
+a ``stop`` key ends the loop), then samples the day three ways and appends one JSON line
+per way to ``SAMPLES``:
+
+- ``metastore``: ``SELECT kafka_partition, kafka_offset FROM database.table WHERE day``
+  through Spark SQL on the metastore server (the session lists a partition's files per
+  query, as the README tells Spark Thrift Server users to configure it);
+- ``path``: the day directory read with pyarrow (hidden names skipped, as Spark does);
+- ``complete``: whether ``_COMPLETE`` stands, and if so whether the day's visible files
+  are exactly the ones it names.
+
+Each line has the tag, the way, ``dup`` (keys seen more than once), ``missing`` (expected
+keys not seen), ``extra`` (keys seen that are not expected) or ``error`` (the read
+failed), and the time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+
+import pyarrow.parquet as pq
+
+from garmexport.compaction import complete
+from garmexport.compaction.fs import LocalFs
+from garmexport.compaction.spark_job import build_session
+from tests.spark.conftest import local_spark_conf
+
+
+def judge(seen: list[tuple[int, int]], want: set[tuple[int, int]]) -> dict[str, int]:
+    counts = Counter(seen)
+    return {"dup": sum(n - 1 for n in counts.values() if n > 1),
+            "missing": len(want - set(counts)), "extra": len(set(counts) - want)}
+
+
+def sample(spark: object, m: dict, out: object) -> None:
+    want = {tuple(k) for k in m["keys"]}
+    day_dir = os.path.join(m["root"], m["output"], f"day={m['day']}")
+    lines = []
+    try:
+        rows = spark.sql(  # type: ignore[attr-defined]
+            f"SELECT kafka_partition, kafka_offset FROM `{m['database']}`.`{m['table']}` "
+            f"WHERE day = '{m['day']}'").collect()
+        lines.append({"way": "metastore", **judge([(r[0], r[1]) for r in rows], want)})
+    except Exception as exc:  # noqa: BLE001 - a failed query is what the test counts
+        lines.append({"way": "metastore", "error": str(exc).splitlines()[0][:300]})
+    try:
+        t = pq.read_table(day_dir, columns=["kafka_partition", "kafka_offset"],
+                          partitioning=None)
+        seen = list(zip(t["kafka_partition"].to_pylist(), t["kafka_offset"].to_pylist()))
+        lines.append({"way": "path", **judge(seen, want)})
+    except Exception as exc:  # noqa: BLE001
+        lines.append({"way": "path", "error": str(exc).splitlines()[0][:300]})
+    fs = LocalFs(m["root"])
+    doc = complete.read_complete(fs, m["output"], m["day"])
+    if doc is not None:
+        names = [e.name for e in fs.list(f"{m['output']}/day={m['day']}") if not e.is_dir]
+        lines.append({"way": "complete", "current": complete.is_current(doc, names),
+                      "rows": doc["rows"], "want": len(want)})
+    now = time.time()
+    for line in lines:
+        out.write(json.dumps({"tag": m["tag"], "t": now, **line}) + "\n")  # type: ignore[attr-defined]
+    out.flush()  # type: ignore[attr-defined]
+
+
+def main(metastore_uri: str, workdir: str, manifest: str, samples: str) -> None:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = {**local_spark_conf(workdir),
+            "spark.sql.hive.filesourcePartitionFileCacheSize": "0"}
+    spark = build_session("local[1]", metastore_uri, conf, app_name="swap-reader")
+    spark.sparkContext.setLogLevel("ERROR")
+    with open(samples, "a") as out:
+        out.write(json.dumps({"ready": True}) + "\n")
+        out.flush()
+        while True:
+            try:
+                with open(manifest) as f:
+                    m = json.load(f)
+            except (OSError, ValueError):
+                m = {}
+            if m.get("stop"):
+                break
+            if m.get("tag"):
+                sample(spark, m, out)
+            else:
+                time.sleep(0.2)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

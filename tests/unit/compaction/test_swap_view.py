@@ -1,0 +1,267 @@
+"""A swap with a metastore view: a reader through the metastore never sees a row twice or
+misses one, whatever action a crash interrupts, during recovery too; ``_COMPLETE`` is gone
+from the commit point on; the view is deleted only after the grace."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from garmexport.compaction import retired
+from garmexport.compaction.names import COMPLETE, RETIRED_DIR, journal_path, staging_path, view_path
+from garmexport.compaction.recover import commit_swap, finish, recover_all
+from garmexport.compaction.swap import (Copy, Delete, DeleteTree, Journal, Locate, Move, Rename,
+                                        Retire, WriteFile, roll_forward)
+from garmexport.errors import ProtocolViolation
+from tests.unit.compaction.test_compaction_swap import MemFs
+
+OUT, DAYNAME = "fs", "2026-11-01"
+DAY = f"{OUT}/day={DAYNAME}"
+VIEW = view_path(OUT, DAYNAME, 3)
+LATE = f"{DAY}/local+t+00001+{500:020d}.parquet"
+
+
+class Crash(Exception):
+    pass
+
+
+def rows(data: bytes) -> list[str]:
+    return data.decode().split(",") if data else []
+
+
+class World:
+    """Files, the partition's location, and a reader that checks every state it can see."""
+
+    def __init__(self, files: dict[str, bytes], expected: list[str], late_at: int | None):
+        self.fs = CheckedFs(self, files)
+        self.location = DAY
+        self.expected = sorted(expected)
+        self.late_at, self.late = late_at, False
+        self.ops = 0
+        self.crash_at: int | None = None
+        self.committed = False
+
+    def locate(self, output: str, day: str, path: str) -> None:
+        assert (output, day) == (OUT, DAYNAME)
+        self.tick()
+        self.location = path
+        self.check()
+
+    def tick(self) -> None:
+        if self.crash_at is not None and self.ops >= self.crash_at:
+            self.crash_at = None
+            raise Crash
+        self.ops += 1
+
+    def seen(self) -> list[str]:
+        """Rows a metastore reader sees now: every non-hidden file of the location."""
+        prefix = self.location + "/"
+        return sorted(r for p, v in self.fs.files.items() if p.startswith(prefix)
+                      and "/" not in p[len(prefix):] and p[len(prefix)] not in "_."
+                      for r in rows(v))
+
+    def check(self) -> None:
+        if self.late_at is not None and self.ops >= self.late_at and not self.late:
+            self.late = True  # the exporter publishes a late file into the day
+            self.fs.files[LATE] = b"late1,late2"
+        seen = self.seen()
+        assert len(seen) == len(set(seen)), f"a row seen twice: {seen}"
+        base = [r for r in seen if not r.startswith("late")]
+        assert base == self.expected, f"{self.location}: {base} != {self.expected}"
+        if self.fs.files.get(journal_path(OUT, DAYNAME, 3)) is not None:
+            self.committed = True
+        if self.committed and any(p.endswith("/" + COMPLETE) for p in self.fs.files):
+            # the run writes _COMPLETE again only once the swap is over (journal gone)
+            assert journal_path(OUT, DAYNAME, 3) not in self.fs.files
+
+
+class CheckedFs(MemFs):
+    """MemFs with copies, counting mutating calls (for crashes) and checking the reader."""
+
+    def __init__(self, world: World, files: dict[str, bytes]) -> None:
+        super().__init__(files)
+        self.world = world
+
+    def _do(self, fn, *args: object) -> None:  # noqa: ANN001
+        self.world.tick()
+        fn(*args)
+        self.world.check()
+
+    def write(self, path: str, data: bytes) -> None:
+        self._do(super().write, path, data)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._do(super().rename, src, dst)
+
+    def copy(self, src: str, dst: str) -> None:
+        def cp(s: str, d: str) -> None:
+            assert d not in self.files, "copy must never overwrite"
+            self.files[d] = self.files[s]
+        self._do(cp, src, dst)
+
+    def delete(self, path: str) -> None:
+        self._do(super().delete, path)
+
+    def delete_tree(self, path: str) -> None:
+        self._do(super().delete_tree, path)
+
+
+def make(n_out: int, n_in: int, late_at: int | None = None) -> tuple[Journal, World]:
+    staging = staging_path(OUT, DAYNAME, 3)
+    inputs = [f"{DAY}/local+t+00000+{i:020d}.parquet" for i in range(n_in)]
+    files = {p: f"r{i}a,r{i}b".encode() for i, p in enumerate(inputs)}
+    kept = f"{DAY}/local+t+00001+{99:020d}.parquet"  # above W: stays, so the view needs it
+    files[kept] = b"k1"
+    files[f"{DAY}/{COMPLETE}"] = b"{}"
+    groups = [inputs[k::n_out] for k in range(n_out)]
+    moves = []
+    for k, group in enumerate(groups):
+        m = Move(f"{staging}/part-{k:05d}.parquet", f"{DAY}/local+t+c000003+{k:05d}.parquet",
+                 f"{DAY}/_local+t+c000003+{k:05d}.json", f'{{"k": {k}}}')
+        files[m.staged] = b",".join(files[p] for p in group)
+        moves.append(m)
+    journal = Journal(OUT, DAYNAME, 3, staging, tuple(moves), tuple(inputs), VIEW)
+    expected = [r for p in inputs for r in rows(files[p])] + ["k1"]
+    return journal, World(files, expected, late_at)
+
+
+@given(n_out=st.integers(1, 3), n_in=st.integers(1, 5),
+       crashes=st.lists(st.integers(0, 30), max_size=3),
+       late_at=st.none() | st.integers(0, 30))
+def test_a_metastore_reader_sees_every_row_once_whatever_a_crash_interrupts(
+        n_out: int, n_in: int, crashes: list[int], late_at: int | None) -> None:
+    journal, world = make(n_out, n_in, late_at)
+    world.check()
+    runs = [lambda: commit_swap(world.fs, journal, lambda s: None, world.locate, 1000)]
+    runs += [lambda: recover_all(world.fs, world.locate, 2000) for _ in crashes]
+    for limit, step in zip(crashes + [None], runs):
+        world.crash_at = limit
+        try:
+            step()
+        except Crash:
+            pass
+    world.crash_at = None
+    recover_all(world.fs, world.locate, 3000)
+    world.check()
+    if journal_path(OUT, DAYNAME, 3) in world.fs.files or world.location != DAY:
+        raise AssertionError("recovery left the swap unfinished")
+    if any(m.final in world.fs.files for m in journal.moves):  # committed: swapped
+        assert world.location == DAY
+        assert not any(p in world.fs.files for p in journal.deletes)
+        assert not any(p.startswith(journal.staging + "/") for p in world.fs.files)
+        assert f"{RETIRED_DIR}/{OUT}/day={DAYNAME}/g000003.json" in world.fs.files
+        assert f"{DAY}/{COMPLETE}" not in world.fs.files  # the run writes it, not the swap
+    if world.late:
+        assert sorted(r for r in world.seen() if r.startswith("late")) == ["late1", "late2"]
+
+
+def test_the_view_holds_the_outputs_and_what_the_swap_keeps_before_the_first_flip() -> None:
+    journal, world = make(2, 3)
+    present = frozenset(world.fs.files)
+    actions = roll_forward(journal, present, "j")
+    m0, m1 = journal.moves
+    kept = f"{DAY}/local+t+00001+{99:020d}.parquet"
+    assert actions == [
+        Rename(m0.staged, journal.in_view(m0)), Rename(m1.staged, journal.in_view(m1)),
+        Copy(kept, f"{VIEW}/{kept.rpartition('/')[2]}"),
+        Locate(VIEW),
+        WriteFile(m0.sidecar, m0.sidecar_body), Copy(journal.in_view(m0), m0.final),
+        WriteFile(m1.sidecar, m1.sidecar_body), Copy(journal.in_view(m1), m1.final),
+        *(Delete(p) for p in journal.deletes),
+        Locate(DAY), Retire(VIEW), DeleteTree(journal.staging), Delete("j")]
+
+
+def test_a_swapped_day_only_flips_back_and_cleans_up() -> None:
+    journal, world = make(1, 2)
+    commit_swap(world.fs, journal, lambda s: None, world.locate, 1000)
+    swapped = frozenset(world.fs.files)
+    assert finish(world.fs, journal, locator=world.locate) == 0.0  # published nothing
+    assert roll_forward(journal, swapped, "j") == [Locate(DAY), Retire(VIEW),
+                                                   DeleteTree(journal.staging), Delete("j")]
+
+
+def test_an_output_missing_everywhere_keeps_every_input() -> None:
+    journal, world = make(2, 2)
+    del world.fs.files[journal.moves[1].staged]
+    try:
+        roll_forward(journal, frozenset(world.fs.files), "j")
+    except ProtocolViolation:
+        pass
+    else:
+        raise AssertionError("expected ProtocolViolation")
+
+
+def test_a_swap_with_a_view_needs_the_metastore() -> None:
+    journal, world = make(1, 1)
+    try:
+        commit_swap(world.fs, journal, lambda s: None, None, 1000)
+    except ProtocolViolation as exc:
+        assert "Hive on" in str(exc)
+    else:
+        raise AssertionError("expected ProtocolViolation")
+    assert all(p in world.fs.files for p in journal.deletes)  # nothing visible changed
+
+
+def test_the_commit_removes_complete_before_the_journal_exists() -> None:
+    journal, world = make(1, 1)
+    steps: list[tuple[str, bool, bool]] = []
+
+    def crash(step: str) -> None:
+        steps.append((step, f"{DAY}/{COMPLETE}" in world.fs.files,
+                      journal_path(OUT, DAYNAME, 3) in world.fs.files))
+
+    window = commit_swap(world.fs, journal, crash, world.locate, 1000)
+    assert window > 0  # first output published to last input deleted
+    assert steps[0] == ("before-journal", False, False)
+    assert [s for s, _, _ in steps] == ["before-journal", "after-journal", "mid-view",
+                                        "after-view", "after-flip", "mid-publish",
+                                        "after-publish", "mid-delete", "after-delete",
+                                        "after-unflip"]
+
+
+def test_a_retired_view_is_deleted_only_after_the_grace() -> None:
+    journal, world = make(1, 2)
+    commit_swap(world.fs, journal, lambda s: None, world.locate, 1000)
+    assert any(p.startswith(VIEW + "/") for p in world.fs.files)
+    assert retired.sweep(world.fs, 1000 + 3_599_999, 3600.0) == 0
+    assert any(p.startswith(VIEW + "/") for p in world.fs.files)
+    assert retired.sweep(world.fs, 1000 + 3_600_000, 3600.0) == 1
+    assert not any(p.startswith(VIEW + "/") or p.startswith(RETIRED_DIR) for p in world.fs.files)
+    world.check()  # the day is intact
+
+
+def test_the_journal_of_a_view_round_trips_and_an_old_one_reads_without_view() -> None:
+    journal, _ = make(2, 2)
+    assert Journal.from_json(journal.to_json()) == journal
+    old = json.loads(journal.to_json())
+    del old["view"]
+    assert Journal.from_json(json.dumps(old).encode()).view == ""
+
+
+def test_on_a_local_disk_the_view_shares_the_outputs_bytes_and_copies_never_overwrite(
+        tmp_path: object) -> None:
+    from garmexport.compaction.fs import LocalFs
+    from garmexport.errors import StorageError
+
+    journal, world = make(2, 3)
+    fs = LocalFs(str(tmp_path))
+    for p, v in world.fs.files.items():
+        fs.write(p, v)
+    located: list[str] = []
+    commit_swap(fs, journal, lambda s: None, lambda o, d, p: located.append(p), 1000)
+    assert located == [VIEW, DAY]
+    for m in journal.moves:
+        final, viewed = (os.stat(os.path.join(str(tmp_path), p))
+                         for p in (m.final, journal.in_view(m)))
+        assert final.st_ino == viewed.st_ino  # a hard link: no second copy of the bytes
+    kept = "local+t+00001+" + f"{99:020d}.parquet"
+    assert fs.read(f"{VIEW}/{kept}") == b"k1"
+    assert sorted(e.name for e in fs.list(VIEW)) == sorted(
+        [journal.in_view(m).rpartition("/")[2] for m in journal.moves] + [kept])
+    with pytest.raises(StorageError):
+        fs.copy(f"{DAY}/{kept}", journal.moves[0].final)
+    assert fs.read(journal.moves[0].final) != b"k1"
