@@ -6,7 +6,9 @@
      +-- ConfigError(GarmexportError, ValueError)      bad configuration: names key and file
      +-- StorageError(GarmexportError, OSError)        a store operation failed (retryable)
      |    +-- PublishConflict(StorageError, FileExistsError)
-     |                                                 exclusive publish lost: the fence
+     |    |                                            exclusive publish lost: the fence
+     |    +-- StoreGaveUp(StorageError)                storage.retry_attempts failed in a row:
+     |                                                 the exporter stops (exit 1)
      +-- BrokerError(GarmexportError, ConnectionError) Kafka could not be reached or answered wrong
      +-- MetastoreError(GarmexportError, ConnectionError)
      |    |                                            a Hive metastore call failed (retried in the
@@ -43,6 +45,16 @@ class PublishConflict(StorageError, FileExistsError):
     def __init__(self, path: str) -> None:
         super().__init__(f"publish conflict: {path} already exists")
         self.path = path
+
+
+class StoreGaveUp(StorageError):
+    """``attempts`` tries of one store operation failed in a row: the exporter stops."""
+
+    def __init__(self, attempts: int, op: str, path: str, reason: str) -> None:
+        super().__init__(
+            f"gave up after {attempts} attempts on {op} {path}: {reason} "
+            f"(storage.retry_attempts = {attempts}): make the store reachable and writable; "
+            "the next start resumes from the output")
 
 
 class BrokerError(GarmexportError, ConnectionError):

@@ -98,6 +98,7 @@ class WebHdfsServer(ThreadingHTTPServer):
     def __init__(self, data_dir: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.data_dir = os.path.abspath(data_dir)
+        os.makedirs(self.data_dir, exist_ok=True)  # HDFS's "/" always exists
         self.faults = Faults()
         self.ns_lock = threading.Lock()
         self._thread: threading.Thread | None = None

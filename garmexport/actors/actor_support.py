@@ -8,7 +8,6 @@ system and exits non-zero; the commit protocol makes the restart safe.
 from __future__ import annotations
 
 import functools
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -33,9 +32,9 @@ def escalating(where: str) -> Callable:
         def run(self: Any, msg: Any, sender: Any) -> None:
             try:
                 handler(self, msg, sender)
-            except Exception:  # noqa: BLE001 - every surprise stops the exporter
+            except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
                 target = getattr(self, "exporter", None) or sender
-                self.send(target, Failure(where, traceback.format_exc()))
+                self.send(target, Failure.of(where, exc))
         return run
 
     return wrap

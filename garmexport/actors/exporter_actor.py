@@ -1,8 +1,11 @@
 """The top actor: starts the reader, stops everything on a failure or a stop request.
 
-On a failure it also ends the reader (and with it the writers): their timers would keep
-the actor system busy, and the in-process system hands ExportStopped to the main loop
-only once it is idle. Failures that follow the first are its echoes: not logged.
+A failure is logged as one ERROR ``failure`` line: ``error`` says what went wrong (for an
+error garmexport raises on purpose, also the setting and what to do; its traceback is in
+a ``detail`` field only at DEBUG); an unforeseen exception always carries its traceback in
+``detail``. On a failure it also ends the reader (and with it the writers): their timers
+would keep the actor system busy, and the in-process system hands ExportStopped to the
+main loop only once it is idle. Failures that follow the first are its echoes: not logged.
 """
 
 from __future__ import annotations
@@ -43,8 +46,13 @@ class ExporterActor(ActorTypeDispatcher):
     def receiveMsg_Failure(self, msg: Failure, sender: object) -> None:
         if self.done:
             return
-        log_event(log, "failure", level=logging.ERROR, where=msg.where, traceback=msg.traceback)
-        self._stop(1, f"{msg.where}: {msg.traceback.strip().splitlines()[-1]}")
+        error = msg.error or msg.traceback.strip().splitlines()[-1]
+        # A foreseen error's message says what to do: its traceback, for developers, comes
+        # only at DEBUG. An unforeseen one is a bug: its traceback is what finds it.
+        detail = {"detail": msg.traceback} if not msg.foreseen or log.isEnabledFor(
+            logging.DEBUG) else {}
+        log_event(log, "failure", level=logging.ERROR, where=msg.where, error=error, **detail)
+        self._stop(msg.exit_code, f"{msg.where}: {error}")
         if self.reader is not None:
             self.send(self.reader, ActorExitRequest())
             self.reader = None

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 from garmexport.actors.actor_support import storage_for
 from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
 from garmexport.settings.config import Config
+from garmexport.errors import ConfigError
 from garmexport.observe.health import Health, HealthServer, serve, write_port_file
 from garmexport.hive.register import Registrar, start_registrar
 from garmexport.pipeline.kafka_source import KafkaSource
@@ -66,14 +67,14 @@ def assemble(
     """Build one exporter's parts. ``send`` delivers a message to a writer, ``kafka`` is the
     reader's view of the consumer, ``on_assign`` is called with each assignment (it returns
     the seek positions); ``source`` is a consumer already subscribed (the group join under
-    way since start-up), or None to subscribe now. Raises OSError if the metrics address
+    way since start-up), or None to subscribe now. Raises ConfigError if the metrics address
     cannot be bound, StorageError if the store cannot be opened."""
     registry = CollectorRegistry()
     metrics = Metrics.create(registry)
     health = Health(live_timeout_s=max(MIN_LIVE_TIMEOUT_S, 10 * config.writer.poll_timeout_s),
                     metrics=metrics)
     health.tick(time.monotonic())
-    server = serve(config.metrics.host, config.metrics.port, registry, health)
+    server = _serve(config, registry, health)
     log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)
     if config.metrics.port_file:
         write_port_file(config.metrics.port_file, server.port)
@@ -91,3 +92,16 @@ def assemble(
     backoff = SharedBackoff(config.storage.retry_initial_s, config.storage.retry_max_s)
     return ExporterParts(registry, metrics, health, server, storage, backoff, pool, reader,
                          source, registrar)
+
+
+def _serve(config: Config, registry: CollectorRegistry, health: Health) -> HealthServer:
+    """The metrics and health server; a port that cannot be bound is a configuration error
+    that names the setting (the bare OSError, "Address already in use", names neither)."""
+    host, port = config.metrics.host, config.metrics.port
+    try:
+        return serve(host, port, registry, health)
+    except OSError as exc:
+        raise ConfigError(
+            f"metrics.port (GARMEXPORT_METRICS_PORT) = {port} on metrics.host {host!r}: cannot "
+            f"listen: {exc.strerror or exc}: stop what holds the port, or choose a free port "
+            "(0: any free port)") from exc

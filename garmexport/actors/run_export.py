@@ -1,8 +1,9 @@
 """Running the exporter in this process: the actor system, the main loop, the exit code.
 
 Exit codes: 0 after a clean stop (every open file published, final markers written),
-1 after a failure (the traceback is logged; Marathon restarts the task and the protocol
-makes that safe), 143 on a second SIGTERM (130 on a second SIGINT) during the stop.
+1 after a failure (one ``failure`` line says what; Marathon restarts the task and the
+protocol makes that safe), 2 after a configuration error found at start (a metrics port
+already in use), 143 on a second SIGTERM (130 on a second SIGINT) during the stop.
 """
 
 from __future__ import annotations

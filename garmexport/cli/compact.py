@@ -17,6 +17,7 @@ from typing import Any
 
 from garmexport.compaction.fs import open_fs
 from garmexport.storage.hadoop_uri import spark_root
+from garmexport.storage.root_check import SETTING, require
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
@@ -87,20 +88,30 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 def main(args: argparse.Namespace, config: Any) -> int:
     """Run one compaction over ``config.output.root``; print progress and the summary."""
     opts = options_from(args, config)
+    # a mistyped root is an error, never a new empty output; looked at through the file
+    # system compaction uses (on a cluster, Hadoop's: WebHDFS may not be reachable), and
+    # for a local root before Spark starts (seconds)
+    hadoop_root = config.compaction.hadoop_root
+    setting, root = (("compaction.hadoop_root (GARMEXPORT_COMPACTION_HADOOP_ROOT)", hadoop_root)
+                     if hadoop_root else (SETTING, config.output.root))
+    if opts.root_uri.startswith("file://"):
+        require(open_fs(None, opts.root_uri).root_state(), root, setting)
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           _opt(args, "metastore_uri", config.hive.metastore_uri),
                           spark_conf(args), log_level=_opt(
                               args, "spark_log_level", config.compaction.spark_log_level))
     try:
+        fs = open_fs(spark, opts.root_uri)
+        require(fs.root_state(), root, setting)
         summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: run(
-            spark, open_fs(spark, opts.root_uri), opts, int(time.time() * 1000)))
+            spark, fs, opts, int(time.time() * 1000)))
         if getattr(args, "show_counts", False) and opts.hive:
             print_counts(spark, opts.tables.database, config.log.format == "json")
     finally:
         spark.stop()
     if config.log.format == "json":  # every line on stdout is JSON too
         print(json.dumps({"event": "compaction_summary", "dry_run": opts.dry_run,
-                          **vars(summary)}, default=str))
+                          **summary.as_dict(opts.dry_run)}, default=str))
     else:
         for problem in summary.problems:
             print(f"left alone: {problem}")

@@ -66,6 +66,19 @@ def _metrics(port: int) -> dict[str, float]:
     return values
 
 
+def progress_line(consumed: int, produced: int, lag: int | None) -> str:
+    """How far the export is: records read, and the lag split into what is still to read
+    and what was read but waits in files not yet published (the lag counts both: it runs
+    from the position a restart would read from). ``lag`` None: not known yet for every
+    partition."""
+    head = f"read {consumed:>8} / {produced}"
+    if lag is None:
+        return f"{head}, lag not known yet (partitions being assigned)"
+    unread = max(0, produced - consumed)
+    return (f"{head}, lag {lag}: {unread} to read, {max(0, lag - unread)} read and waiting "
+            "in files not yet published (writer.max_file_age_s)")
+
+
 def _wait_caught_up(proc: subprocess.Popen, log: Path, produced: int, partitions: int,
                     timeout_s: float = 900.0) -> None:
     deadline = time.monotonic() + timeout_s
@@ -80,7 +93,8 @@ def _wait_caught_up(proc: subprocess.Popen, log: Path, produced: int, partitions
             values = _metrics(port)
             consumed = sum(v for k, v in values.items() if k.startswith("garmexport_events_consumed_total"))
             lags = [v for k, v in values.items() if k.startswith("garmexport_consumer_lag_offsets{")]
-            print(f"   consumed {int(consumed):>8} / {produced}, lag {int(sum(lags)) if lags else '?'}",
+            print("   " + progress_line(int(consumed), produced,
+                                          int(sum(lags)) if len(lags) == partitions else None),
                   flush=True)
             if consumed >= produced and len(lags) == partitions and sum(lags) == 0:
                 return

@@ -16,6 +16,8 @@ This module parses the arguments, builds the one :class:`~garmexport.settings.co
 1     failure at run time (broker, storage, protocol violation, verify found a problem)
 2     usage or configuration error; subcommand not available
 130   interrupted (Ctrl-C; ``run``: a second SIGINT while stopping)
+141   the reader of the output went away (``garmexport produce ... | head -1``): the rest
+      of the output is dropped quietly, as a Unix tool killed by SIGPIPE
 143   ``run``: a second SIGTERM while stopping (stopped at once; nothing half-written is
       visible, the next start resumes)
 ====  =========================================================================
@@ -32,6 +34,7 @@ from collections.abc import Sequence
 
 from garmexport import __version__
 from garmexport.observe import logs
+from garmexport.observe.logs import log_event
 from garmexport.settings import extras
 from garmexport.settings.load import load_config
 from garmexport.settings.load import CONFIG_PATH_ENV
@@ -70,11 +73,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "applied, as TOML, with secrets masked."),
 }
 _NOT_AVAILABLE = 2
+#: 128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away
+PIPE_CLOSED = 141
 EXIT_CODES = """exit codes:
   0    success
   1    failure at run time (broker, storage, protocol violation, verify found a problem)
   2    usage or configuration error; subcommand not available
   130  interrupted (Ctrl-C; run: a second SIGINT while stopping)
+  141  the reader of the output went away (| head): the rest is dropped quietly
   143  run: a second SIGTERM while stopping (stopped at once, nothing half-written)"""
 
 
@@ -112,7 +118,29 @@ def _requested_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``garmexport`` with ``argv`` (default: the process arguments); the exit status."""
+    """Run ``garmexport`` with ``argv`` (default: the process arguments); the exit status.
+
+    A closed standard output (``garmexport produce | head -1``) ends the command quietly
+    with :data:`PIPE_CLOSED`: Python ignores SIGPIPE, so the write raises BrokenPipeError,
+    which would otherwise surface as ``uncaught_exception``, or as "Exception ignored" when
+    the interpreter flushes stdout on its way out."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _drop_stdout()
+        return PIPE_CLOSED
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush writes nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _requested_command(argv)
     extra = extras.COMMAND_EXTRAS.get(command or "")
@@ -139,7 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except ConfigError as e:
-        print(f"garmexport {args.command}: configuration error: {e}", file=sys.stderr)
+        if config.log.format == "json":  # logging is set up: every stderr line is JSON
+            log_event(logging.getLogger(__name__), "configuration_error", level=logging.ERROR,
+                      command=args.command, error=str(e))
+        else:
+            print(f"garmexport {args.command}: configuration error: {e}", file=sys.stderr)
         return 2
     except GarmexportError as e:
         logging.getLogger("garmexport").error("%s: %s", type(e).__name__, e)

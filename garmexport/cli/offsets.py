@@ -30,7 +30,6 @@ Broker reads, correct on both tansu and real Kafka:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import time
@@ -39,6 +38,7 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from garmexport.cli.arg_types import epoch_ms, non_negative_int, positive_float
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError, ConfigError
 from garmexport.kafka.signals import client_log_settings
@@ -51,19 +51,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="show (default): committed offsets and lag; set: write markers")
     parser.add_argument("--json", action="store_true", help="print a JSON document")
     parser.add_argument("--no-broker", action="store_true",
-                        help="show: do not ask the broker (partitions from the output; no lag)")
-    parser.add_argument("--timeout-s", type=float, default=60.0,
+                        help="show and set: do not ask the broker (show: partitions from the "
+                             "output, no end nor lag; set: --offset only, no check against "
+                             "the end)")
+    parser.add_argument("--timeout-s", type=positive_float, default=60.0,
                         help="longest wait for one broker read (default 60)")
-    parser.add_argument("--partition", type=_not_negative, action="append", default=[],
+    parser.add_argument("--partition", type=non_negative_int, action="append", default=[],
                         metavar="P",
                         help="set: a partition (repeatable; the n-th --offset/--timestamp "
                              "goes with the n-th --partition, or one value for all)")
     parser.add_argument("--all-partitions", action="store_true",
                         help="set: every partition of the topic")
-    parser.add_argument("--offset", type=_not_negative, action="append", default=[],
+    parser.add_argument("--offset", type=non_negative_int, action="append", default=[],
                         metavar="O",
                         help="set: the first offset the exporter reads")
-    parser.add_argument("--timestamp", type=_epoch_ms, action="append", default=[],
+    parser.add_argument("--timestamp", type=epoch_ms, action="append", default=[],
                         metavar="T", help="set: start at the first record whose Kafka "
                         "timestamp is >= T (ISO 8601, UTC if no zone; or epoch ms)")
     parser.add_argument("--from-jvm", action="store_true",
@@ -74,28 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="set: allow moving back over committed data, or past the end")
     parser.add_argument("--dry-run", action="store_true", help="set: print, write nothing")
-
-
-def _not_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _epoch_ms(text: str) -> int:
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not ISO 8601 nor epoch ms: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return int(moment.timestamp() * 1000)
 
 
 def _consumer(settings: Mapping[str, object]) -> Consumer:
@@ -198,14 +178,16 @@ def _partitions(args: argparse.Namespace, config: Config, storage) -> list[int]:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from garmexport.actors.actor_support import storage_for
+    from garmexport.storage.options import from_output
+    from garmexport.storage.root_check import open_existing
 
     if args.action == "show" and (args.partition or args.all_partitions or args.offset
                                   or args.timestamp or args.force or args.dry_run
                                   or args.from_jvm):
         raise ConfigError("--partition, --all-partitions, --offset, --timestamp, --from-jvm, "
                           "--force and --dry-run belong to 'offsets set'")
-    storage = storage_for(config, f"offsets-{uuid.uuid4().hex[:8]}")
+    storage = open_existing(config.output.root, f"offsets-{uuid.uuid4().hex[:8]}",
+                            from_output(config.output))
     if args.action == "set" and args.from_jvm:
         return _set_from_jvm(args, config, storage)
     if args.action == "set":

@@ -12,7 +12,6 @@ kind exactly as produced, for tests to compare with what the exporter wrote.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import time
@@ -22,6 +21,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from garmexport.observe import logs
+from garmexport.cli.arg_types import epoch_ms, non_negative_float, positive_float
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 from garmexport.tools.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
@@ -49,8 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topic", help="topic (default: source.topic); created if missing")
     parser.add_argument("--partitions", type=int, default=4, help="partitions to spread over")
     parser.add_argument("--seed", type=int, default=1, help="random seed: same seed, same records")
-    parser.add_argument("--days", type=int, default=3, help="event times span this many days")
-    parser.add_argument("--now", type=_epoch_ms, help="end of the time window: epoch ms or "
+    parser.add_argument("--days", type=positive_float, default=3.0,
+                        help="event times span this many days; fractions too (0.5: 12 hours)")
+    parser.add_argument("--now", type=epoch_ms, help="end of the time window: epoch ms or "
                         "ISO 8601 (default: the current time)")
     parser.add_argument("--late-share", type=float, default=0.05,
                         help="share of events dated on an earlier day than the stream")
@@ -61,17 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitioner", choices=PARTITIONERS, default="round_robin",
                         help="round_robin, or application: one partition per application")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--progress-s", type=float, default=5.0,
+    parser.add_argument("--progress-s", type=non_negative_float, default=5.0,
                         help="seconds between progress lines on stderr (0: none)")
-
-
-def _epoch_ms(text: str) -> int:
-    if text.lstrip("-").isdigit():
-        return int(text)
-    moment = datetime.datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return int(moment.timestamp() * 1000)
 
 
 def client_settings(config: Config, bootstrap: str | None) -> dict[str, object]:

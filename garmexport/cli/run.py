@@ -10,17 +10,31 @@ from __future__ import annotations
 import argparse
 import logging
 
+from garmexport.cli.arg_types import instance_id
 from garmexport.settings.config import Config
+from garmexport.observe.logs import log_event
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance", metavar="ID",
+    parser.add_argument("--instance", metavar="ID", type=instance_id,
                         help="instance id used in temp and marker names (default: host-pid-random)")
     # set by the supervisor for the readers it starts
     parser.add_argument("--reader", help=argparse.SUPPRESS)
     parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
+
+
+def _prepare_root(args: argparse.Namespace, config: Config) -> None:
+    """run is the one command that may create the output root: it says so, since a new
+    root may be a mistyped one. Raises ConfigError for a root that is a file."""
+    from garmexport.storage.options import from_output
+    from garmexport.storage.root_check import prepare_for_run
+
+    root = config.output.root
+    created = prepare_for_run(root, args.instance or "run", from_output(config.output))
+    if created is not None:
+        log_event(logging.getLogger(__name__), "output_root_created", root=root, done=created)
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -37,6 +51,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
                        fields={"reader": args.reader})
     from garmexport.pipeline.kafka_source import KafkaSource
 
+    _prepare_root(args, config)
     if config.jvm.takeover and args.reader is None:  # a reader's supervisor did it
         _take_over_before_joining(config)
     # Joining the consumer group takes seconds; start it before loading the exporter's
@@ -55,6 +70,7 @@ def _supervise(args: argparse.Namespace, config: Config) -> int:
 
     logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
                    fields={"reader": SUPERVISOR})
+    _prepare_root(args, config)  # once, before its readers start
     if config.jvm.takeover:
         _take_over_before_joining(config)  # once for the instance, before any reader joins
     return run_supervisor(config, args.instance or new_instance_id(), args.config)

@@ -2,7 +2,8 @@
 
 While it reads (a large output takes minutes), it prints progress to stderr at most every
 ``--progress-s`` seconds: files read of all, rows, records read from the topic, elapsed
-time. The report names the files of each duplicate and the files bordering each gap.
+time. The report names the files of each duplicate and the files bordering each gap, in
+words, and every file whose name disagrees with its footer or its rows.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from garmexport.observe import logs
+from garmexport.cli.arg_types import non_negative_float, positive_float
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 
@@ -23,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-broker", action="store_true",
                         help="only check the output for duplicate offsets; do not read the topic")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--timeout-s", type=float, default=600.0,
+    parser.add_argument("--timeout-s", type=positive_float, default=600.0,
                         help="longest time to read the topic to its end (default 600)")
-    parser.add_argument("--progress-s", type=float, default=5.0, metavar="S",
+    parser.add_argument("--progress-s", type=non_negative_float, default=5.0, metavar="S",
                         help="print progress to stderr at most every S seconds (default 5; "
                              "0: after every file)")
 
@@ -45,24 +47,27 @@ class Ticker:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from garmexport.actors.actor_support import storage_for
+    from garmexport.storage.options import from_output
+    from garmexport.storage.root_check import open_existing
     from garmexport.tools.broker_scan import partitions_of, scan
     from garmexport.tools.verify import compare, expected_from_records, read_output
     from garmexport.tools.verify_jvm import read_jvm
 
     tick = Ticker(args.progress_s)
+    # the root first: a mistyped one is the error to report, whatever the broker does
+    storage = open_existing(config.output.root, "verify", from_output(config.output))
     if not args.no_broker:  # before the output, which can take minutes to read
         try:
             partitions_of(config.consumer_settings(), config.source.topic)
         except BrokerError as exc:
             raise BrokerError(f"{exc}; pass --no-broker to check only the output directory "
                               "(duplicates)") from None
-    storage = storage_for(config, "verify")
 
     def reading(done: int, total: int, rows: int) -> None:
         tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
 
-    held, files = read_output(storage, config.source.topic, reading)
+    disagreeing: list = []
+    held, files = read_output(storage, config.source.topic, reading, disagreeing)
 
     def reading_jvm(done: int, total: int, rows: int) -> None:
         tick(lambda s: f"reading the JVM exporter's files: {done}/{total}, {rows} rows, "
@@ -73,12 +78,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
+    days: dict[int, dict[int, str]] = {}  # offset -> day of its row, from the broker
     if not args.no_broker:
         found: dict[int, dict[int, str]] = {}
         seen = [0]
 
         def on_records(partition: int, records: list) -> None:
-            found.setdefault(partition, {}).update(expected_from_records(partition, records))
+            found.setdefault(partition, {}).update(
+                expected_from_records(partition, records, days.setdefault(partition, {})))
             seen[0] += len(records)
             tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
                            f"{s:.0f} s")
@@ -87,7 +94,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
-    report = compare(held, files, expected, jvm)
+    report = compare(held, files, expected, jvm, disagreeing=disagreeing, days=days)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -111,9 +118,9 @@ def _print_table(report) -> None:
             print(f"{'':>9} duplicate offsets {g.first}..{g.last} ({g.count}) held by: "
                   + ", ".join(g.files))
         for gap in r.gaps[:_SHOWN]:
-            print(f"{'':>9} gap in {gap.dataset}: offsets {gap.first}..{gap.last} "
-                  f"({gap.count} missing) after {gap.before or '(start of partition)'} "
-                  f"and before {gap.after or '(end of partition)'}")
+            print(f"{'':>9} gap in {gap.dataset}: {gap.describe()}")
+        for d in r.disagreeing:
+            print(f"{'':>9} {d.describe()}")
         hidden = max(0, len(r.duplicate_files) - _SHOWN) + max(0, len(r.gaps) - _SHOWN)
         if hidden:
             print(f"{'':>9} ... {hidden} more duplicate groups or gaps: see --json")

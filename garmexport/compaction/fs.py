@@ -7,10 +7,12 @@ operations with plain OS calls: one py4j round trip per call costs about as much
 a small footer, and a day holds thousands of files. Paths are ``/``-separated, relative to
 the root.
 
-Contracts: ``list`` of a missing directory is ``[]``; ``delete``/``delete_tree`` of a
-missing path is fine; ``rename`` and ``copy`` create the target's parent directory and
-never overwrite (raise StorageError if the
-target exists or the call fails; a copy appears whole or not at all); ``write`` replaces the file through a hidden temp name and a
+Contracts: ``root_state`` looks at the root and creates nothing (compaction never makes a
+root: :mod:`garmexport.storage.root_check`); ``list`` of a missing directory is ``[]``;
+``delete``/``delete_tree`` of a missing path is fine; ``rename`` and ``copy`` create the
+target's parent directory and never overwrite (raise StorageError if the target exists
+or the call fails; a copy appears whole or not at all); ``write`` replaces the file
+through a hidden temp name and a
 rename, so a reader sees the old content, nothing, or the new content, never a part.
 """
 
@@ -21,12 +23,13 @@ import shutil
 from typing import Any, Protocol
 
 from garmexport.errors import StorageError
-from garmexport.storage.base import Entry
+from garmexport.storage.base import ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY, Entry
 
 
 class FileOps(Protocol):
     uri: str
 
+    def root_state(self) -> str: ...  # ROOT_DIRECTORY, ROOT_MISSING or ROOT_NOT_DIRECTORY
     def list(self, path: str) -> list[Entry]: ...
     def read(self, path: str) -> bytes: ...
     def read_tail(self, path: str, nbytes: int,
@@ -52,6 +55,11 @@ class LocalFs:
 
     def _p(self, path: str) -> str:
         return os.path.join(self.root, path)
+
+    def root_state(self) -> str:
+        if os.path.isdir(self.root):
+            return ROOT_DIRECTORY
+        return ROOT_NOT_DIRECTORY if os.path.lexists(self.root) else ROOT_MISSING
 
     def list(self, path: str) -> list[Entry]:
         try:
@@ -134,6 +142,12 @@ class HadoopFs:
 
     def _p(self, path: str) -> Any:
         return self._Path(f"{self.uri}/{path}")
+
+    def root_state(self) -> str:
+        root = self._Path(self.uri)
+        if not self._fs.exists(root):
+            return ROOT_MISSING
+        return ROOT_DIRECTORY if self._fs.getFileStatus(root).isDirectory() else ROOT_NOT_DIRECTORY
 
     def list(self, path: str) -> list[Entry]:
         p = self._p(path)

@@ -42,7 +42,7 @@ from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.observe.logs import log_event
-from garmexport.protocol.naming import QUARANTINE_DIR, epoch_day
+from garmexport.protocol.naming import QUARANTINE_DIR, day_name, epoch_day
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,12 @@ class CompactOptions:
     lease_wait_s: float = 3 * 3600.0
 
 
+#: Summary field -> its name in a dry run's summary (what would be done)
+_PLANNED_NAMES = {"days_compacted": "days_to_compact", "files_in": "files_to_compact",
+                  "files_out": "files_planned", "bytes_in": "bytes_to_compact",
+                  "rows": "rows_to_compact"}
+
+
 @dataclass
 class Summary:
     days_compacted: int = 0
@@ -84,6 +90,17 @@ class Summary:
     #: of its inputs at once: first output published into the day dir to last input deleted
     #: (metastore readers are on the view meanwhile)
     max_swap_s: float = 0.0
+
+    def as_dict(self, dry_run: bool = False) -> dict[str, Any]:
+        """The fields by name; a dry run's under names that say they are planned, not
+        done, and without what only a real run produces (output bytes, markers)."""
+        doc = dict(vars(self))
+        if dry_run:
+            for done, planned in _PLANNED_NAMES.items():
+                doc[planned] = doc.pop(done)
+            for only_real in ("bytes_out", "complete_written"):
+                del doc[only_real]
+        return doc
 
     def line(self, dry_run: bool = False) -> str:
         mb = 1024 * 1024
@@ -223,7 +240,7 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
     facts = read_markers(fs)
     last_closed = last_closed_day(facts.progress.values(), now_ms, opts.lateness_s)
     log_event(log, "compaction_start", root=opts.root_uri, partitions=len(facts.progress),
-              last_closed_day=last_closed)
+              last_closed_day=None if last_closed is None else day_name(last_closed))
     for output in opts.outputs or tuple(list_outputs(fs)):
         days = list_days(fs, output)
         written: list[str] = []

@@ -7,7 +7,7 @@ garbage for the next marker). After a failed write, no marker is tried before a 
 each attempt at a failing store can block for seconds (backend retries), and the writers'
 failure reports, which pause the partitions, wait behind this call. Final markers at a
 clean stop are always attempted. After ``storage.retry_attempts`` failed writes in a row
-the error propagates: the process exits 1, as for data files.
+StoreGaveUp propagates, naming the marker: the process exits 1, as for data files.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from garmexport.protocol.commit_steps import INTENT_GC, MARKER, MARKER_GC
 from garmexport.settings.config import Config
 from garmexport.pipeline.crash_points import crash_point
 from garmexport.protocol.backoff import Backoff
-from garmexport.errors import StorageError
+from garmexport.errors import StorageError, StoreGaveUp
 from garmexport.protocol.ledger import PartitionLedger
 from garmexport.observe.logs import log_event
 from garmexport.protocol.marker_keeper import MarkerKeeper
@@ -65,7 +65,8 @@ class MarkerWriter:
                 self.error = f"{type(exc).__name__}: {exc}"
                 failures = self._retries.failed(self._clock())
                 if failures >= self.cfg.storage.retry_attempts:
-                    raise
+                    path = f"{partition_dir(src.cluster, src.topic, p)}/{name.format()}"
+                    raise StoreGaveUp(failures, "marker write", path, self.error) from exc
                 self.metrics.storage_retry("marker")
                 if failures == 1:  # one line per run of failures, not per attempt
                     log_event(log, "marker_failed", level=logging.WARNING, partition=p,

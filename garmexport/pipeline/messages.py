@@ -8,12 +8,14 @@ Errors travel as traceback text, never as exception objects.
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
 
 from garmexport.protocol.naming import IntentName
 from garmexport.settings.config import Config
+from garmexport.errors import ConfigError, GarmexportError
 
 
 # external caller <-> exporter (top actor)
@@ -44,10 +46,26 @@ class ExportStopped:
 
 @dataclass(frozen=True)
 class Failure:
-    """Something unexpected happened in ``where``: the exporter stops, exit non-zero."""
+    """Something unexpected happened in ``where``: the exporter stops, exit non-zero.
+
+    ``error`` is the one line an operator reads; ``traceback`` the detail. ``foreseen``:
+    an error garmexport raises on purpose (its message says what to do), whose traceback
+    only matters at DEBUG."""
 
     where: str
     traceback: str
+    error: str = ""
+    foreseen: bool = False
+    exit_code: int = 1
+
+    @staticmethod
+    def of(where: str, exc: BaseException) -> Failure:
+        """The Failure of ``exc``, caught in ``where`` (call it in the ``except`` block)."""
+        foreseen = isinstance(exc, GarmexportError)
+        text = str(exc).strip().replace("\n", " ")
+        return Failure(where, traceback.format_exc(),
+                       text if foreseen else f"{type(exc).__name__}: {text}", foreseen,
+                       2 if isinstance(exc, ConfigError) else 1)
 
 
 # exporter -> reader

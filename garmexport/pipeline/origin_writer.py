@@ -8,8 +8,8 @@ that reach a limit are published through :mod:`garmexport.pipeline.publisher`.
 
 Storage failures do not lose or reorder anything: a file whose publish failed stays open
 (so W stays below it) and is retried after a back-off; the report tells the reader to
-pause its partitions meanwhile. When the attempts run out, StorageError escapes and the
-process exits non-zero. A publish conflict means another owner committed first: the
+pause its partitions meanwhile. When the attempts run out, StoreGaveUp ("gave up after N
+attempts on publish <path>: <reason>") escapes and the process exits non-zero. A publish conflict means another owner committed first: the
 writer forgets everything open and reports the fence.
 """
 
@@ -28,13 +28,15 @@ from garmexport.protocol.commit_steps import PUBLISH
 from garmexport.settings.config import Config
 from garmexport.pipeline.crash_points import ENCODED, crash_at, crash_point
 from garmexport.protocol.backoff import Backoff
-from garmexport.errors import PublishConflict, StorageError
+from garmexport.errors import PublishConflict, StorageError, StoreGaveUp
 from garmexport.wire.events import by_output
 from garmexport.protocol.flush import FlushLimits
 from garmexport.pipeline.messages import (
     Batch, DropOpen, FlushOpen, Published, ResetWriter, Tick, WriterMessage, WriterReport,
 )
-from garmexport.protocol.naming import DATA, FRAME_ORIGIN, QUARANTINE, FileName, IntentName, day_name
+from garmexport.protocol.naming import (
+    DATA, FRAME_ORIGIN, QUARANTINE, FileName, IntentName, chain_path, day_name,
+)
 from garmexport.protocol.open_files import OpenFiles
 from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
 from garmexport.pipeline.publisher import publish_file
@@ -269,8 +271,12 @@ class OriginWriter:
             except StorageError as exc:
                 self._attempts_failed += 1
                 self._error = f"{type(exc).__name__}: {exc}"
-                if self._retries.failed(now) >= self._cfg.storage.retry_attempts:
-                    raise
+                attempts = self._retries.failed(now)
+                if attempts >= self._cfg.storage.retry_attempts:
+                    name, intent = self._names(f)
+                    raise StoreGaveUp(attempts, "publish",
+                                      chain_path(intent.origin, intent.kind, intent.day, name),
+                                      self._error) from exc
                 self._attempts_retried += 1
                 self._backoff.failed(self._clock())
                 return
@@ -283,14 +289,18 @@ class OriginWriter:
                 time.monotonic() - started, last_ms or 0,
             ))
 
+    def _names(self, f) -> tuple[FileName, IntentName]:  # noqa: ANN001 - OpenFile
+        src = self._cfg.source
+        return (FileName(src.cluster, src.topic, self._partition, f.first_offset,
+                         self._origin if f.kind == QUARANTINE else None),
+                IntentName(self._origin, f.kind, f.day, f.first_offset))
+
     def _publish_one(self, f, tables: list[pa.Table]) -> tuple[str, int, IntentName]:  # noqa: ANN001 - OpenFile
         src = self._cfg.source
-        name = FileName(src.cluster, src.topic, self._partition, f.first_offset,
-                        self._origin if f.kind == QUARANTINE else None)
+        name, intent = self._names(f)
         facts = FileFacts(src.cluster, src.topic, self._partition, f.first_offset, f.last_offset, f.rows)
         data = to_parquet_bytes(tables, facts, self._cfg.output.compression)
         crash_at(ENCODED)  # TEST ONLY: encoded (off the reader's thread), nothing written
-        intent = IntentName(self._origin, f.kind, f.day, f.first_offset)
         return publish_file(self._storage, name, intent, data), len(data), intent
 
     # --- reporting --------------------------------------------------------------------

@@ -172,8 +172,8 @@ class Lane:
             if isinstance(msg, Batch):
                 crash_at(WORKER)  # TEST ONLY: a batch is in a worker, not yet handled
             outcome = self._handle(msg)
-        except Exception:  # noqa: BLE001 - every surprise stops the exporter
-            outcome = Failure(f"writer {self.name}", traceback.format_exc())
+        except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
+            outcome = Failure.of(f"writer {self.name}", exc)
             self._broken = True
         if outcome is not None:
             pool.done.put(outcome)

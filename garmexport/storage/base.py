@@ -15,6 +15,11 @@ Every backend gives these guarantees (each backend module restates how it keeps 
   before it returns: it checks whether the path now holds exactly the staged bytes.
 
 Only :mod:`garmexport.pipeline.publisher` calls ``publish``.
+
+The root itself is looked at, never made, by opening a store for reading: ``root_state``
+says whether it is there, and only ``garmexport run`` calls ``create_root``
+(:mod:`garmexport.storage.root_check`), so a mistyped root is an error instead of a new
+empty output that every check passes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from dataclasses import dataclass
 from garmexport.errors import StorageError
 from garmexport.protocol.naming import TMP_DIR
 from garmexport.storage import paths
+
+
+#: what :meth:`Storage.root_state` finds at the output root
+ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY = "directory", "missing", "not a directory"
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,17 @@ class Storage(abc.ABC):
             except StorageError:
                 pass  # keep the publish's error; gc_temp removes the temp file later
             raise
+
+    def root_state(self) -> str:
+        """ROOT_DIRECTORY, ROOT_MISSING or ROOT_NOT_DIRECTORY (a file at the root); creates
+        nothing. The default, for stores without a root to look at, is ROOT_DIRECTORY.
+        Raises StorageError when the store cannot be asked."""
+        return ROOT_DIRECTORY
+
+    def create_root(self) -> str:
+        """Make a missing root; return what was done, in words. The default has nothing to
+        make. Raises ConfigError when the root cannot be made by us (a missing bucket)."""
+        return "nothing to create"
 
     def close(self) -> None:
         """Release connections; the default has none."""

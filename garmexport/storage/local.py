@@ -31,7 +31,9 @@ from pathlib import Path
 
 from garmexport.errors import PublishConflict, StorageError
 from garmexport.storage import paths
-from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.base import (
+    ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY, Entry, Staged, Storage,
+)
 
 _NO_LINK = {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
 _RENAME_NOREPLACE = 1
@@ -86,14 +88,28 @@ def _fsync_dir(path: str) -> None:
 
 
 class LocalStorage(Storage):
-    """Output root ``root`` (a directory, created if missing) on a local file system."""
+    """Output root ``root`` (a directory) on a local file system; created if missing
+    unless ``create`` is False (the commands that only read it)."""
 
-    def __init__(self, root: str | os.PathLike[str], instance: str) -> None:
+    def __init__(self, root: str | os.PathLike[str], instance: str, create: bool = True) -> None:
         self.root = os.path.abspath(root)
         self.instance = instance
         self._tmp = paths.tmp_dir(instance)
         self.uri = Path(self.root).as_uri()
-        os.makedirs(self.root, exist_ok=True)
+        if create:
+            self.create_root()
+
+    def root_state(self) -> str:
+        if os.path.isdir(self.root):
+            return ROOT_DIRECTORY
+        return ROOT_NOT_DIRECTORY if os.path.lexists(self.root) else ROOT_MISSING
+
+    def create_root(self) -> str:
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {self.root}: {exc}") from exc
+        return "created the directory"
 
     def _abs(self, path: str, *, allow_root: bool = False) -> str:
         return os.path.join(self.root, paths.clean(path, allow_root=allow_root))

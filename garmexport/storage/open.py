@@ -30,15 +30,17 @@ from garmexport.storage.base import Storage
 from garmexport.storage.options import S3Options, StorageOptions, WebHdfsOptions, defaults
 
 
-def open_storage(root_uri: str, instance: str, options: StorageOptions | None = None) -> Storage:
-    """The Storage for ``root_uri``; ``instance`` names this process's temp directory."""
+def open_storage(root_uri: str, instance: str, options: StorageOptions | None = None,
+                 create: bool = True) -> Storage:
+    """The Storage for ``root_uri``; ``instance`` names this process's temp directory.
+    ``create`` False: a missing local root is left missing (see :mod:`.root_check`)."""
     opts = options or defaults()
     scheme = urlsplit(root_uri).scheme.lower() if "://" in root_uri else ""
     if scheme in ("", "file"):
         from garmexport.storage.local import LocalStorage
 
         path = unquote(urlsplit(root_uri).path) if scheme else root_uri
-        return LocalStorage(path, instance)
+        return LocalStorage(path, instance, create=create)
     if scheme in ("webhdfs", "swebhdfs", "hdfs"):
         return _webhdfs(root_uri, scheme, instance, opts.webhdfs)
     if scheme == "s3":

@@ -37,9 +37,9 @@ import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from garmexport.errors import PublishConflict, StorageError
+from garmexport.errors import ConfigError, PublishConflict, StorageError
 from garmexport.storage import paths
-from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.base import ROOT_DIRECTORY, ROOT_MISSING, Entry, Staged, Storage
 from garmexport.storage.options import S3Options
 
 STAGE_TAG = "garmexport-stage"  # x-amz-meta-garmexport-stage: which stage() wrote it
@@ -184,6 +184,30 @@ class S3Storage(Storage):
             self._client.delete_object(Bucket=self.bucket, Key=self._key(path))
         except (ClientError, BotoCoreError) as exc:
             raise StorageError(f"cannot delete {path}: {exc}") from exc
+
+    def _bucket_exists(self) -> bool:
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            if _code(exc) in ("404", "NoSuchBucket", "NotFound"):
+                return False
+            raise StorageError(f"cannot look at bucket {self.bucket}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"cannot look at bucket {self.bucket}: {exc}") from exc
+        return True
+
+    def root_state(self) -> str:
+        """Missing: no such bucket, or (with a prefix) no object under the prefix. An S3
+        prefix exists only through its objects, and every running exporter writes some."""
+        if not self._bucket_exists():
+            return ROOT_MISSING
+        return ROOT_DIRECTORY if not self.prefix or self.list("") else ROOT_MISSING
+
+    def create_root(self) -> str:
+        if not self._bucket_exists():
+            raise ConfigError(f"output.root {self.uri}: bucket {self.bucket!r} does not exist; "
+                              "create it, or correct output.root")
+        return "nothing to create: the first file published makes the prefix"
 
     def gc_temp(self, older_than_s: float, now_s: float) -> int:
         return 0  # staged bytes never leave the process (see module docstring)

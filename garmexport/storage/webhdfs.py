@@ -46,7 +46,9 @@ from hdfs import Client, HdfsError, InsecureClient
 from garmexport.settings import extras
 from garmexport.errors import ConfigError, PublishConflict, StorageError
 from garmexport.storage import paths
-from garmexport.storage.base import Entry, Staged, Storage
+from garmexport.storage.base import (
+    ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY, Entry, Staged, Storage,
+)
 from garmexport.storage.kerberos import SpnegoAuth, TicketKeeper
 from garmexport.storage.options import WebHdfsOptions
 from garmexport.storage.retry import retry
@@ -155,6 +157,16 @@ class WebHdfsStorage(Storage):
     def exists(self, path: str) -> bool:
         st = self._status(self._abs(path))
         return st is not None and st["type"] == "FILE"
+
+    def root_state(self) -> str:
+        st = self._status(self.root)
+        if st is None:
+            return ROOT_MISSING
+        return ROOT_DIRECTORY if st["type"] == "DIRECTORY" else ROOT_NOT_DIRECTORY
+
+    def create_root(self) -> str:
+        self._call(self._client._mkdirs, self.root)
+        return "created the directory"
 
     def stage(self, data: bytes) -> Staged:
         return retry(lambda: self._stage_once(data), **self._retry)

@@ -66,7 +66,7 @@ class Spec:
     now_ms: int
     seed: int = 1
     partitions: int = 4
-    days: int = 3
+    days: float = 3  # fractions too: 0.5 is 12 hours
     late_share: float = 0.05
     bad_share: float = 0.0
     mix: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
@@ -74,8 +74,10 @@ class Spec:
     apps: int = 50
 
     def __post_init__(self) -> None:
-        if self.partitions < 1 or self.days < 1 or self.apps < 1:
-            raise ValueError("partitions, days and apps must be at least 1")
+        if self.partitions < 1 or self.apps < 1:
+            raise ValueError("partitions and apps must be at least 1")
+        if not self.days > 0:
+            raise ValueError(f"days must be more than 0, got {self.days}")
         for name in ("late_share", "bad_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be within [0, 1]")
@@ -132,7 +134,7 @@ def generate(spec: Spec, count: int) -> Iterator[Record]:
     cumulative = list(itertools.accumulate(w for _, w in weighted))
     bodies = {t.marker: [body(rng, t) for _ in range(_BODIES_PER_TYPE)] for t in types}
     families = {t.marker: [h for f in header_family(t) for h in pools[f]] for t in types}
-    start = spec.now_ms - spec.days * DAY_MS
+    start = spec.now_ms - int(spec.days * DAY_MS)
     step = spec.days * DAY_MS / max(count, 1)
     for i in range(count):
         kafka_ts = start + int((i + 1) * step)

@@ -5,6 +5,8 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
 ``_quarantine/day=*/``), and reports per topic and partition:
 
 - duplicates: an offset held by more than one row, with the files that hold it;
+- disagreeing files: a file named like the exporter's whose name, footer and rows
+  disagree (partition, offsets, row count), or that has no footer facts;
 - with the broker: missing records (a record of an exported type, or a bad record, that no
   row holds) as gaps, each with the files just before and after it in its dataset,
   misplaced ones (held, but in another type's dataset than its marker says), and
@@ -18,17 +20,20 @@ wrong. Only the two columns needed are read from each file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from garmexport.protocol.naming import QUARANTINE_DIR, parse_day_dir
+from garmexport.protocol.naming import QUARANTINE_DIR, FileName, day_name, parse_day_dir
 from garmexport.pipeline.router import Window, route
 from garmexport.storage.base import Storage
+from garmexport.storage.footer import FileFacts
 from garmexport.tools.verify_jvm import JvmRead
-from garmexport.tools.verify_findings import DuplicateGroup, Gap, dataset_of, duplicate_groups, gaps
+from garmexport.tools.verify_findings import (
+    Disagreement, DuplicateGroup, Gap, dataset_of, disagreement, duplicate_groups, gaps,
+)
 
 COLUMNS = ["kafka_partition", "kafka_offset"]
 _IN_QUARANTINE = QUARANTINE_DIR + "/"
@@ -52,10 +57,12 @@ class PartitionReport:
     heartbeats: int = 0
     duplicate_files: list[DuplicateGroup] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    disagreeing: list[Disagreement] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.duplicates or self.missing or self.misplaced or self.unexpected)
+        return not (self.duplicates or self.missing or self.misplaced or self.unexpected
+                    or self.disagreeing)
 
 
 @dataclass
@@ -90,6 +97,7 @@ class Report:
                     "duplicate_files": [g.to_dict() for g in r.duplicate_files[:LISTED]],
                     "gap_count": len(r.gaps),
                     "gaps": [g.to_dict() for g in r.gaps[:LISTED]],
+                    "disagreeing_files": [d.to_dict() for d in r.disagreeing],
                 }
                 for p, r in sorted(self.partitions.items())
             },
@@ -110,10 +118,12 @@ def visible_files(storage: Storage) -> Iterable[tuple[str, str]]:
 
 
 def read_output(storage: Storage, topic: str, progress: Progress | None = None,
+                disagreeing: list[Disagreement] | None = None,
                 ) -> tuple[dict[tuple[int, int], list[str]], int]:
     """Where each (partition, offset) of ``topic`` is held: the path of the file of each row
     (``dataset/day=D/name``; the same string object for every row of a file), and how many
-    files were read. ``progress`` is called after each file."""
+    files were read. ``progress`` is called after each file; each file of ``topic`` named
+    like the exporter's whose name, footer and rows disagree is added to ``disagreeing``."""
     held: dict[tuple[int, int], list[str]] = {}
     listed = list(visible_files(storage))
     rows = 0
@@ -121,6 +131,13 @@ def read_output(storage: Storage, topic: str, progress: Progress | None = None,
         table = pq.read_table(pa.BufferReader(storage.read(path)), columns=COLUMNS + (
             ["topic"] if dataset == QUARANTINE_DIR else []))
         meta = table.schema.metadata or {}
+        name = FileName.parse(path.rpartition("/")[2])
+        if disagreeing is not None and name is not None and name.topic == topic:
+            found = disagreement(path, name, _facts(meta),
+                                 table.column("kafka_partition").to_pylist(),
+                                 table.column("kafka_offset").to_pylist())
+            if found is not None:
+                disagreeing.append(found)
         file_topic = meta.get(b"garmexport.topic", topic.encode()).decode()
         if dataset == QUARANTINE_DIR:
             table = table.filter(pa.compute.equal(table.column("topic"), topic))
@@ -136,22 +153,38 @@ def read_output(storage: Storage, topic: str, progress: Progress | None = None,
     return held, len(listed)
 
 
-def expected_from_records(partition: int, records: list) -> dict[int, str]:
-    """offset -> dataset where that record must be held (its type's, or _quarantine)."""
+def _facts(meta: dict[bytes, bytes]) -> FileFacts | None:
+    try:
+        return FileFacts.from_metadata(meta)
+    except ValueError:
+        return None
+
+
+def expected_from_records(partition: int, records: list,
+                          days: dict[int, str] | None = None) -> dict[int, str]:
+    """offset -> dataset where that record must be held (its type's, or _quarantine);
+    ``days`` gets offset -> the day (``YYYY-MM-DD``) whose directory it would be under."""
     routed = route(records, {}, Window(past_ms=2**62, future_ms=2**62))
     expected: dict[int, str] = {}
     for origin, batch in routed.batches.items():
         bad = {i for i, *_ in batch.bad}
-        for i, off in enumerate(batch.offsets):
+        # the router's columns are int64 arrays: Python ints here, for JSON and day_name
+        for i, (off, day) in enumerate(zip(batch.offsets.tolist(), batch.days.tolist())):
             expected[off] = QUARANTINE_DIR if i in bad else origin
+            if days is not None:
+                days[off] = day_name(day)
     return expected
 
 
 def compare(held: dict[tuple[int, int], list[str]], files: int,
-            expected: dict[int, dict[int, str]] | None, jvm: JvmRead | None = None) -> Report:
-    """Build the report; ``held`` from :func:`read_output`, ``expected`` (per partition,
-    offset -> dataset) from Kafka. Duplicates and gaps come with the files they are about
-    (:mod:`garmexport.tools.verify_findings`). ``jvm``: what
+            expected: dict[int, dict[int, str]] | None, jvm: JvmRead | None = None, *,
+            disagreeing: Iterable[Disagreement] = (),
+            days: Mapping[int, Mapping[int, str]] | None = None) -> Report:
+    """Build the report; ``held`` and ``disagreeing`` from :func:`read_output`, ``expected``
+    (per partition, offset -> dataset) from Kafka. Duplicates and gaps come with the files
+    they are about (:mod:`garmexport.tools.verify_findings`; ``days`` from
+    :func:`expected_from_records` lets a gap name the files of its own day); a disagreeing
+    file is listed under the partition its name gives. ``jvm``: what
     :func:`garmexport.tools.verify_jvm.read_jvm` added to ``held`` (its files count in
     ``files`` here; its heartbeat rows are reported apart).
 
@@ -191,6 +224,10 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
         for lst in (r.duplicates, r.missing, r.misplaced, r.unexpected):
             lst.sort()
         r.duplicate_files = duplicate_groups(p, r.duplicates, held)
-    for p, found in gaps(missing, held).items():
+    for p, found in gaps(missing, held, days).items():
         report.partitions[p].gaps = found
+    for d in sorted(disagreeing, key=lambda d: d.path):
+        name = FileName.parse(d.path.rpartition("/")[2])
+        p = name.partition if name is not None else -1
+        report.partitions.setdefault(p, PartitionReport()).disagreeing.append(d)
     return report

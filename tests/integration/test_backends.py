@@ -193,6 +193,8 @@ def test_an_hdfs_root_in_a_config_file_reaches_webhdfs_at_the_configured_http_po
                       f'[output]\nroot = "hdfs://127.0.0.1:8020/warehouse/garmadon"\n'
                       f'hdfs_user = "{HDFS_USER}"\nhdfs_http_port = {port}\n')
     env = {**_outside_env(), "GARMEXPORT_CONFIG": str(config)}
+    # verify reads a root, never makes one: the path must exist, in HDFS's namespace
+    (Path(webhdfs.data_dir) / "warehouse" / "garmadon").mkdir(parents=True)
     done = subprocess.run([PYTHON, "-m", "garmexport", "verify", "--json"], env=env,
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

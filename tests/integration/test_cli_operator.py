@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,9 +22,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from garmexport.cli import main as cli
+from garmexport.protocol.naming import FileName
 from garmexport.tools.embedded_broker import free_port
 from garmexport.tools.verify import expected_from_records
-from tests.integration.harness import PYTHON, ROOT, Exporter, exporter_env, produce
+from tests.integration.harness import (
+    PYTHON, ROOT, Exporter, exporter_env, produce, topic_ends, verify, wait_caught_up,
+)
 from tests.integration.test_offsets_cli import records_of
 
 
@@ -53,6 +57,7 @@ def test_a_misspelled_kafka_variable_is_refused_by_config_and_run_naming_the_clo
 
 def test_offsets_and_verify_say_within_seconds_that_the_broker_is_unreachable(
         tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()  # the output is there: the broker is what is missing
     env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(tmp_path / "out"), LOG_FORMAT="text")
     for args in (["offsets"], ["offsets", "set", "--partition", "0", "--offset", "5"],
                  ["offsets", "set", "--partition", "0", "--timestamp", "0"], ["verify"]):
@@ -160,7 +165,9 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
         "first": chunk[400], "last": chunk[499], "count": 100}]
     assert report["gaps"] == [{
         "dataset": dataset, "first": chunk[200], "last": chunk[299], "count": 100,
-        "before": f"{day}/0001-0.parquet", "after": f"{day}/0003-0.parquet"}]
+        "before": f"{day}/0001-0.parquet", "after": f"{day}/0003-0.parquet", "day": None,
+        "what": f"offsets {chunk[200]}..{chunk[299]} (100 missing) after {day}/0001-0.parquet "
+                f"and before {day}/0003-0.parquet"}]
 
     # In the JSON log format the progress lines are JSON log events too: every line on
     # stderr parses, and the report on stdout is the same.
@@ -181,3 +188,85 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
             f"{day}/0001-0.parquet and before {day}/0003-0.parquet") in text.stdout, text.stdout
     assert (f"duplicate offsets {chunk[400]}..{chunk[499]} (100) held by: "
             f"{day}/0004-0.parquet, {day}/0004-1.parquet") in text.stdout, text.stdout
+
+
+def test_the_demo_says_how_much_of_the_lag_is_unread_and_how_much_unpublished(
+        tmp_path: Path) -> None:
+    """Once every record is read the lag stays until the files holding them are published
+    (writer.max_file_age_s): the progress line says so instead of a bare 'lag 5000'."""
+    env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(tmp_path / "out"))
+    done = subprocess.run([PYTHON, "-m", "garmexport", "demo", "--workdir",
+                           str(tmp_path / "demo"), "--events", "5000", "--partitions", "2",
+                           "--days", "1", "--skip-compaction"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    line = re.compile(r"^   read +(\d+) / 5000, lag (\d+): (\d+) to read, (\d+) read and "
+                      r"waiting in files not yet published \(writer\.max_file_age_s\)$")
+    shown = [tuple(map(int, m.groups())) for m in map(line.match, done.stdout.splitlines())
+             if m]
+    assert shown, done.stdout
+    for read, lag, unread, waiting in shown:
+        assert unread == 5000 - read and unread + waiting == lag, shown
+    assert shown[-1] == (5000, 0, 0, 0), shown
+    assert not [s for s in done.stdout.splitlines() if s.startswith("   consumed")], done.stdout
+
+
+def test_verify_says_in_words_what_a_lost_or_renamed_file_of_a_real_export_did(
+        broker, tmp_path: Path) -> None:
+    """A real export over two days (a fifth of the events late): the files of one dataset
+    but different days interleave in offsets. A lost file amid the rows of another day's
+    file is one finding bordered by the files of its own day, not one gap per offset
+    'after X and before X'; a file renamed to another first offset is flagged as
+    disagreeing with its footer."""
+    topic = broker.new_topic(partitions=1)
+    produce(broker.bootstrap, topic, 3000, partitions=1, seed=21, days=2, late_share=0.2)
+    root = tmp_path / "out"
+    env = exporter_env(broker.bootstrap, topic, str(root))
+    exporter = Exporter(env, tmp_path, "two-days")
+    try:
+        wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), timeout_s=120,
+                       alive=exporter.check_alive)
+        assert exporter.terminate() == 0, exporter.tail()
+    finally:
+        exporter.close()
+    code, report = verify(env)
+    assert code == 0 and report["ok"], report  # a real export agrees with itself
+
+    def offsets_of(path: Path) -> list[int]:
+        return pq.read_table(path, columns=["kafka_offset"]).column(0).to_pylist()
+
+    # a file of one day whose offsets lie within the range of a file of another day
+    files = sorted(p for p in root.glob("*/day=*/*.parquet") if not p.parts[-3].startswith("_"))
+    spans = {p: (min(offsets_of(p)), max(offsets_of(p)), len(offsets_of(p))) for p in files}
+    lost, amid = next((a, b) for a in files for b in files
+                      if a.parts[-3] == b.parts[-3] and a.parent != b.parent
+                      and spans[b][0] < spans[a][0] and spans[a][1] < spans[b][1]
+                      and spans[a][2] >= 3)
+    lost.unlink()
+    code, report = verify(env)
+    assert code == 1
+    # one finding, bordered by the files of the lost one's own day directory
+    [gap] = report["partitions"]["0"]["gaps"]
+    rel = lost.relative_to(root)
+    assert (gap["dataset"], gap["day"], gap["count"]) == (
+        rel.parts[0], rel.parts[1].removeprefix("day="), spans[lost][2]), gap
+    neighbours = sorted(str(p.relative_to(root)) for p in lost.parent.glob("*.parquet"))
+    assert {gap["before"], gap["after"]} - {None} <= set(neighbours), gap
+    assert not (gap["before"] and gap["before"] == gap["after"]), gap  # not "X and X"
+    text = subprocess.run([PYTHON, "-m", "garmexport", "verify"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert f"gap in {rel.parts[0]}: {gap['what']}" in text.stdout, text.stdout
+    assert gap["what"].startswith(f"offsets {gap['first']}..{gap['last']} "
+                                  f"({gap['count']} missing)"), gap
+
+    # a file renamed to another first offset: its name and its footer disagree
+    name = FileName.parse(amid.name)
+    assert name is not None
+    renamed = amid.with_name(replace(name, first_offset=name.first_offset + 1).format())
+    amid.rename(renamed)
+    code, report = verify(env)
+    assert code == 1
+    [disagreeing] = report["partitions"]["0"]["disagreeing_files"]
+    assert disagreeing["path"] == str(renamed.relative_to(root)), disagreeing
+    assert (f"the name says first offset {name.first_offset + 1}, the footer "
+            f"{name.first_offset}") in disagreeing["problems"], disagreeing

@@ -45,6 +45,7 @@ def test_set_offsets_and_timestamps_then_run_exports_exactly_from_there(broker, 
     produce(broker.bootstrap, topic, RECORDS, partitions=PARTITIONS, seed=5, days=2, bad_share=0.01)
     ends = topic_ends(broker.bootstrap, topic)
     root = str(tmp_path / "out")
+    Path(root).mkdir()  # a new deployment's root: offsets reads and writes it, never makes it
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1,
                        PROTOCOL_HEARTBEAT_INTERVAL_S=1)
 

@@ -7,6 +7,7 @@ with ``--spark-log-level WARN``, they come as garmexport lines.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -39,10 +40,12 @@ def many_days(root: Path, days: int) -> list[str]:
     return names
 
 
-def compact(tmp_path: Path, root: Path, *args: str) -> subprocess.CompletedProcess:
+def compact(tmp_path: Path, root: Path, *args: str, **env_vars: str,
+            ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     env.update(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO),
-               GARMEXPORT_OUTPUT_ROOT=str(root), GARMEXPORT_COMPACTION_LATENESS_S="3600")
+               GARMEXPORT_OUTPUT_ROOT=str(root), GARMEXPORT_COMPACTION_LATENESS_S="3600",
+               **env_vars)
     # cwd: the embedded Derby metastore and the warehouse land in the working directory
     return subprocess.run([sys.executable, "-m", "garmexport", "compact", *args], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -61,6 +64,25 @@ def test_a_dry_run_prints_the_days_it_planned_and_nothing_from_spark(tmp_path: P
     foreign = [line for line in done.stderr.splitlines() if not TEXT_LINE.match(line)
                or " garmexport.spark " in line or " py4j" in line]
     assert foreign == [], foreign[:10]
+
+
+def test_a_dry_runs_json_summary_says_what_it_would_compact_and_days_are_dates(
+        tmp_path: Path) -> None:
+    days = many_days(tmp_path / "out", 3)
+    done = compact(tmp_path, tmp_path / "out", "--dry-run", "--no-hive",
+                   GARMEXPORT_LOG_FORMAT="json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [summary] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert summary["event"] == "compaction_summary" and summary["dry_run"] is True
+    # nothing was compacted: the numbers are what would be, under names that say so
+    assert "days_compacted" not in summary and "bytes_out" not in summary, summary
+    assert summary["days_to_compact"] == len(days) == 3, summary
+    assert summary["files_to_compact"] == 3 * 2 * 3, summary  # days x partitions x files
+    [start] = [e for e in map(json.loads, done.stderr.splitlines())
+               if e["event"] == "compaction_start"]
+    # every day written is closed; the last closed day is a date, not an epoch day number
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", start["last_closed_day"]), start
+    assert start["last_closed_day"] >= max(days), start
 
 
 def test_spark_warnings_asked_for_come_as_garmexport_lines(tmp_path: Path) -> None:

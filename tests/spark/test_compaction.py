@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from garmexport.compaction import complete
+from garmexport.storage.base import ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY
 from garmexport.compaction.fs import HadoopFs, LocalFs
 from garmexport.compaction.job import CompactOptions, Summary, run
 from garmexport.compaction.names import CompactedName
@@ -213,6 +214,16 @@ def test_files_published_into_the_day_during_compaction_are_left_alone(
     assert published[0] in data_files(root, "gc", DAY)
     assert read_rows(root, "gc", DAY) == sorted(rows + [(1, 20_000), (1, 20_002)])
     assert hive_count(spark, "during", "gc") == len(rows) + 2
+
+
+def test_both_file_systems_look_at_a_root_without_making_it(spark: Any, tmp_path: Path) -> None:
+    """What ``garmexport compact`` checks before it compacts (cli/compact.py)."""
+    (tmp_path / "a-file").write_text("x")
+    for make in (LocalFs, lambda root: HadoopFs(spark, LocalFs(root).uri)):
+        assert make(str(tmp_path)).root_state() == ROOT_DIRECTORY
+        assert make(str(tmp_path / "a-file")).root_state() == ROOT_NOT_DIRECTORY
+        assert make(str(tmp_path / "typo")).root_state() == ROOT_MISSING
+        assert not (tmp_path / "typo").exists()
 
 
 def test_hadoop_file_operations_work_through_the_spark_jvm(spark: Any, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from garmexport.errors import PublishConflict
-from garmexport.storage.base import Storage
+from garmexport.storage.base import ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY, Storage
 from garmexport.storage.open import open_storage
 from tests.storage.conftest import Backend
 
@@ -214,3 +214,32 @@ def test_put_exclusive_writes_small_and_empty_files_once(storage: Storage) -> No
 def test_paths_that_could_leave_the_root_are_refused(storage: Storage, bad: str) -> None:
     with pytest.raises(ValueError):
         storage.read(bad)
+
+
+def test_the_root_is_looked_at_without_being_made_and_made_on_request(
+        storage_backend: Backend) -> None:
+    """root_state creates nothing (verify, offsets, compact); create_root (run only) makes
+    what the backend needs, after which a publish is seen there."""
+    root_uri = storage_backend.root_uri.rstrip("/") + "/not-yet"
+    fresh = open_storage(root_uri, "inst-b", storage_backend.options, create=False)
+    try:
+        assert fresh.root_state() == ROOT_MISSING
+        assert fresh.root_state() == ROOT_MISSING  # looking made nothing
+        assert "not-yet" not in {e.name for e in storage_backend.storage.list("")}
+        fresh.create_root()
+        fresh.put_exclusive("fs/x", b"1")
+        assert fresh.root_state() == ROOT_DIRECTORY
+    finally:
+        fresh.close()
+
+
+def test_a_root_that_is_a_file_is_not_a_directory(storage_backend: Backend) -> None:
+    if storage_backend.root_uri.startswith("s3://"):
+        pytest.skip("an S3 prefix is never a file: a key and a prefix can share a name")
+    storage_backend.storage.put_exclusive("plain", b"a file")
+    at_file = open_storage(storage_backend.root_uri.rstrip("/") + "/plain", "inst-b",
+                           storage_backend.options, create=False)
+    try:
+        assert at_file.root_state() == ROOT_NOT_DIRECTORY
+    finally:
+        at_file.close()

@@ -183,6 +183,8 @@ def test_the_command_line_reaches_a_kerberized_webhdfs_from_the_environment(
            "GARMEXPORT_OUTPUT_HDFS_KERBEROS_KEYTAB": str(garm),
            "GARMEXPORT_OUTPUT_HDFS_KERBEROS_RENEW_S": "60"}
     repo = Path(__file__).resolve().parents[2]
+    # offsets reads a root, never makes one: it must exist in HDFS's namespace
+    (Path(webhdfs_server.data_dir) / "out").mkdir(exist_ok=True)
     res = subprocess.run([sys.executable, "-m", "garmexport", "offsets", "show", "--no-broker",
                           "--json"], cwd=repo, env=env, capture_output=True, text=True,
                          timeout=120)

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from garmexport.errors import PublishConflict, StorageError
+from garmexport.errors import ConfigError, PublishConflict, StorageError
+from garmexport.storage.base import ROOT_MISSING
 from garmexport.storage.options import defaults
 from garmexport.storage.s3 import STAGE_TAG, S3Storage
 from tests.seaweed import Seaweed
@@ -101,3 +102,15 @@ def test_a_file_is_published_without_waiting_for_a_read_timeout(seaweed: Seaweed
         assert storage.read(PATH) == data
     finally:
         storage.close()
+
+
+def test_a_missing_bucket_is_a_missing_root_that_run_cannot_make(seaweed: Seaweed) -> None:
+    wrong = s3(f"no-such-{uuid.uuid4().hex[:8]}", "garmadon", "inst-a", seaweed.endpoint,
+               seaweed.access_key, seaweed.secret_key)
+    try:
+        assert wrong.root_state() == ROOT_MISSING
+        with pytest.raises(ConfigError, match=r"bucket 'no-such-\w+' does not exist; create "
+                                              r"it, or correct output.root"):
+            wrong.create_root()
+    finally:
+        wrong.close()

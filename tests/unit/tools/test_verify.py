@@ -7,6 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from garmexport.protocol.naming import FileName
+from garmexport.storage.footer import FileFacts
 from garmexport.storage.open import open_storage
 from garmexport.tools.verify import compare, read_output
 from garmexport.tools.verify_findings import DuplicateGroup, Gap
@@ -14,12 +16,16 @@ from garmexport.tools.verify_findings import DuplicateGroup, Gap
 DAY = "day=2026-11-01"
 
 
-def write(root: Path, dataset: str, name: str, partition: int, offsets: range) -> str:
-    path = root / dataset / DAY / name
+def write(root: Path, dataset: str, name: str, partition: int, offsets: range,
+          day: str = DAY, facts: FileFacts | None = None) -> str:
+    path = root / dataset / day / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"kafka_partition": [partition] * len(offsets),
-                             "kafka_offset": list(offsets)}), path)
-    return f"{dataset}/{DAY}/{name}"
+    table = pa.table({"kafka_partition": [partition] * len(offsets),
+                      "kafka_offset": list(offsets)})
+    if facts is not None:
+        table = table.replace_schema_metadata(facts.metadata())
+    pq.write_table(table, path)
+    return f"{dataset}/{day}/{name}"
 
 
 def test_duplicates_name_the_files_holding_them_and_gaps_the_files_around_them(tmp_path):
@@ -45,7 +51,8 @@ def test_duplicates_name_the_files_holding_them_and_gaps_the_files_around_them(t
     doc = report.to_dict()["partitions"]["0"]
     assert doc["duplicate_files"] == [{"files": [a, b], "first": 50, "last": 99, "count": 50}]
     assert doc["gaps"][0] == {"dataset": "fs", "first": 150, "last": 199, "count": 50,
-                              "before": b, "after": d}
+                              "before": b, "after": d, "day": None,
+                              "what": f"offsets 150..199 (50 missing) after {b} and before {d}"}
     assert doc["gap_count"] == 2 and doc["duplicate_groups"] == 1
 
 
@@ -60,3 +67,83 @@ def test_interleaved_losses_of_two_datasets_are_one_gap_each(tmp_path):
     assert [(g.dataset, g.first, g.last, g.count, g.before, g.after) for g in gaps] == [
         ("fs", 10, 28, 10, f"fs/{DAY}/a.parquet", f"fs/{DAY}/c.parquet"),
         ("jvm", 11, 29, 10, f"jvm/{DAY}/b.parquet", f"jvm/{DAY}/d.parquet")]
+
+
+def test_a_lost_file_amid_the_rows_of_another_day_is_one_gap_that_says_so(tmp_path):
+    # fs of one partition over two days: the files of each day interleave in offsets
+    a = write(tmp_path, "fs", "a.parquet", 0, range(0, 40, 2), day="day=2026-11-01")
+    write(tmp_path, "fs", "b.parquet", 0, range(1, 40, 2), day="day=2026-11-02")
+    (tmp_path / "fs" / "day=2026-11-02" / "b.parquet").unlink()  # lost
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    report = compare(held, files, {0: {o: "fs" for o in range(40)}})
+    gaps = report.partitions[0].gaps
+    # one finding for the odd offsets 1..37 amid a, one for 39 after it: not 19 gaps
+    # "after a and before a"
+    assert gaps == [Gap("fs", 1, 37, 19, a, a), Gap("fs", 39, 39, 1, a, None)]
+    assert gaps[0].describe() == (
+        f"offsets 1..37 (19 missing) amid the rows of {a}, which holds offsets on both "
+        "sides: they were in another file of fs (of another day, or interleaved with it) "
+        "that is gone")
+    assert gaps[1].describe() == (f"offsets 39..39 (1 missing) after {a}, the last file of fs "
+                                  "in this partition: lost, or not exported yet")
+    assert Gap("fs", 0, 9, 10, None, a).describe() == (
+        f"offsets 0..9 (10 missing) before {a}, the first file of fs in this partition")
+
+
+def test_a_file_whose_name_disagrees_with_its_footer_or_rows_is_flagged(tmp_path):
+    def name(partition: int, first: int) -> str:
+        return FileName("c", "topic", partition, first).format()
+
+    good = FileFacts("c", "topic", 0, 0, 9, 10)
+    write(tmp_path, "fs", name(0, 0), 0, range(0, 10), facts=good)
+    renamed = write(tmp_path, "fs", name(0, 20), 0, range(10, 20),
+                    facts=FileFacts("c", "topic", 0, 10, 19, 10))
+    short = write(tmp_path, "fs", name(0, 30), 0, range(30, 35),
+                  facts=FileFacts("c", "topic", 0, 30, 39, 10))
+    bare = write(tmp_path, "fs", name(1, 0), 1, range(0, 5))
+    write(tmp_path, "fs", "not-ours.parquet", 0, range(40, 45))  # a foreign name: not checked
+    disagreeing: list = []
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic", None, disagreeing)
+    report = compare(held, files, None, disagreeing=disagreeing)
+    assert not report.ok
+    by_path = {d.path: d.problems for p in report.partitions.values() for d in p.disagreeing}
+    assert set(by_path) == {renamed, short, bare}
+    assert by_path[renamed] == (
+        "the name says first offset 20, its rows start at 10",
+        "the name says first offset 20, the footer 10")
+    assert by_path[short] == ("the footer says 10 rows, the file holds 5",
+                              "the footer says offsets 30..39, the rows hold 30..34")
+    assert by_path[bare] == (
+        "named like an exporter file, but its footer has no garmexport facts",)
+    doc = report.to_dict()["partitions"]["0"]["disagreeing_files"]
+    assert [d["path"] for d in doc] == sorted([renamed, short])
+    assert doc[0]["what"].startswith(f"{renamed} disagrees with itself: the name says")
+
+
+def test_with_the_days_of_the_records_a_gap_is_bordered_by_the_files_of_its_own_day(tmp_path):
+    d1, d2 = "day=2026-11-01", "day=2026-11-02"
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 40, 2), day=d1)
+    b1 = write(tmp_path, "fs", "b1.parquet", 0, range(1, 20, 2), day=d2)
+    write(tmp_path, "fs", "b2.parquet", 0, range(21, 30, 2), day=d2)
+    b3 = write(tmp_path, "fs", "b3.parquet", 0, range(31, 40, 2), day=d2)
+    (tmp_path / "fs" / d2 / "b2.parquet").unlink()  # lost
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    expected = {0: {o: "fs" for o in range(40)}}
+    days = {0: {o: "2026-11-01" if o % 2 == 0 else "2026-11-02" for o in range(40)}}
+    [gap] = compare(held, files, expected, days=days).partitions[0].gaps
+    assert gap == Gap("fs", 21, 29, 5, b1, b3, "2026-11-02")
+    assert gap.describe() == f"offsets 21..29 (5 missing) after {b1} and before {b3}"
+    # a whole day gone: said so, not "amid" the other day's file
+    for name in ("b1", "b3"):
+        (tmp_path / "fs" / d2 / f"{name}.parquet").unlink()
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    [gap] = compare(held, files, expected, days=days).partitions[0].gaps
+    assert gap == Gap("fs", 1, 39, 20, None, None, "2026-11-02")
+    assert gap.describe() == ("offsets 1..39 (20 missing): no file of fs/day=2026-11-02 holds "
+                              "a row of this partition")
+    # rows not under the directory of their day (not the exporter's layout): the dataset's
+    # files border the gap, as without the days
+    days[0][0] = "2026-11-03"
+    amid, after = compare(held, files, expected, days=days).partitions[0].gaps
+    a = f"fs/{d1}/a.parquet"
+    assert amid == Gap("fs", 1, 37, 19, a, a) and after == Gap("fs", 39, 39, 1, a, None)

@@ -1,0 +1,72 @@
+"""The output root before a command uses it: there and a directory, or one clear error.
+
+Only ``garmexport run`` creates a missing root (and logs that it did): ``verify``,
+``offsets`` and ``compact`` on a mistyped path, a wrong bucket or a wrong HDFS path would
+otherwise read an empty output and report it as fine. Every error here is one line naming
+the setting, the value and what to do: ConfigError for a root that is wrong, StorageError
+for a store that does not answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from garmexport.errors import ConfigError, StorageError
+from garmexport.storage.base import ROOT_MISSING, ROOT_NOT_DIRECTORY, Storage
+from garmexport.storage.open import open_storage
+from garmexport.storage.options import StorageOptions
+
+SETTING = "output.root (GARMEXPORT_OUTPUT_ROOT)"
+T = TypeVar("T")
+
+
+def _asking(root: str, call: Callable[[], T]) -> T:
+    """``call()``; a StorageError is said again with the setting and what to do."""
+    try:
+        return call()
+    except StorageError as exc:
+        raise StorageError(f"{SETTING} = {root!r}: {exc}: check that the store is up and that "
+                           "this user may read it (run: and create it)") from exc
+
+
+def _not_a_directory(root: str, setting: str = SETTING) -> ConfigError:
+    return ConfigError(f"{setting} = {root!r} is a file, not a directory: point it at the "
+                       "output directory")
+
+
+def require(state: str, root: str, setting: str = SETTING) -> None:
+    """Raise ConfigError unless ``state`` (a ``root_state()``) is a directory."""
+    if state == ROOT_MISSING:
+        raise ConfigError(f"{setting} = {root!r} does not exist: correct the path, bucket or "
+                          "HDFS path, or create it; only 'garmexport run' creates it itself")
+    if state == ROOT_NOT_DIRECTORY:
+        raise _not_a_directory(root, setting)
+
+
+def open_existing(root: str, instance: str, options: StorageOptions | None = None) -> Storage:
+    """The store of ``root`` for a command that reads it; creates nothing. Raises
+    ConfigError when the root is missing or not a directory, StorageError when the store
+    cannot tell."""
+    storage = open_storage(root, instance, options, create=False)
+    try:
+        require(_asking(root, storage.root_state), root)
+    except BaseException:
+        storage.close()
+        raise
+    return storage
+
+
+def prepare_for_run(root: str, instance: str, options: StorageOptions | None = None,
+                    ) -> str | None:
+    """Create ``root`` if it is missing; what was done, in words, or None when it was
+    there. Raises ConfigError when it is a file (or a bucket that does not exist),
+    StorageError when the store cannot tell or make it."""
+    storage = open_storage(root, instance, options, create=False)
+    try:
+        state = _asking(root, storage.root_state)
+        if state == ROOT_NOT_DIRECTORY:
+            raise _not_a_directory(root)
+        return _asking(root, storage.create_root) if state == ROOT_MISSING else None
+    finally:
+        storage.close()
