@@ -62,7 +62,7 @@ def test_a_dry_run_prints_the_days_it_planned_and_nothing_from_spark(tmp_path: P
         done.stdout
     # every line is garmexport's own; none comes from Spark (JVM or py4j)
     foreign = [line for line in done.stderr.splitlines() if not TEXT_LINE.match(line)
-               or " garmexport.spark " in line or " py4j" in line]
+               or " garmexport.compaction.spark_logs " in line or " py4j" in line]
     assert foreign == [], foreign[:10]
 
 
@@ -91,7 +91,7 @@ def test_spark_warnings_asked_for_come_as_garmexport_lines(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stderr.splitlines()
     assert [line for line in lines if not TEXT_LINE.match(line)] == []  # no raw JVM line
-    spark = [line for line in lines if " garmexport.spark spark_log " in line]
+    spark = [line for line in lines if " garmexport.compaction.spark_logs spark_log " in line]
     assert spark and all(" WARNING " in line or " ERROR " in line for line in spark), spark
     assert any("jvm_logger=" in line and "message=" in line for line in spark)
     assert done.stdout.startswith("compaction: 2 days"), done.stdout
