@@ -309,10 +309,12 @@ def ratios_of(rows: dict, suffix: str = "") -> dict[str, float]:
     one, two = rows.get("garmexport" + suffix), rows.get("garmexport_x2" + suffix)
     if one and two and one.get(RATE) and two.get(RATE):
         found[f"garmexport_x2{suffix}/garmexport{suffix} events/s"] = round(two[RATE] / one[RATE], 3)
-    # two instances of one reader each against one instance of two readers (issue 21)
-    par2, x2par1 = rows.get("garmexport_par2" + suffix), rows.get("garmexport_x2_par1" + suffix)
+    # two instances of one reader each against one instance of two readers (issue 21); the
+    # default run's parallelism is the usable CPUs, 2 on the machines this is made for
+    par2_name = "garmexport_par2" if "garmexport_par2" + suffix in rows else "garmexport"
+    par2, x2par1 = rows.get(par2_name + suffix), rows.get("garmexport_x2_par1" + suffix)
     if par2 and x2par1 and par2.get(RATE) and x2par1.get(RATE):
-        found[f"garmexport_x2_par1{suffix}/garmexport_par2{suffix} events/s"] = \
+        found[f"garmexport_x2_par1{suffix}/{par2_name}{suffix} events/s"] = \
             round(x2par1[RATE] / par2[RATE], 3)
     single = rows.get("garmexport_cores1")
     if not suffix and one and single and one.get(RATE) and single.get(RATE):
@@ -345,6 +347,16 @@ def targets(rows: dict, events: int, suffix: str = "") -> list[tuple[str, bool |
     check("garmexport >= 1.5x plain (events/s)", (g, p), *ratio(RATE, 1.5))
     check(f"garmexport peak RSS <= 700 MB ({events} events; the target is for 1M)", (g,),
           lambda a: a["peak_rss_mb"] <= 700, lambda a: f"{a['peak_rss_mb']:.0f} MB")
+    # issue 21's pairings: parallelism 1 held to the same CPU and memory targets, and one
+    # instance of N readers against N instances of one reader each (N = 2 here: the
+    # default run is "garmexport", whose parallelism is the usable CPUs)
+    p1, x2p1 = rows.get("garmexport_par1" + suffix), rows.get("garmexport_x2_par1" + suffix)
+    check("garmexport_par1 CPU/event <= 1.4x native floor's", (p1, f),
+          *ratio(CPU, 1.4, smaller=True))
+    check(f"garmexport_par1 peak RSS <= 700 MB ({events} events)", (p1,),
+          lambda a: a["peak_rss_mb"] <= 700, lambda a: f"{a['peak_rss_mb']:.0f} MB")
+    check("garmexport (default parallelism) within 10 % of two instances of "
+          "parallelism 1 (events/s)", (g, x2p1), *ratio(RATE, 0.9))
     return found
 
 
