@@ -194,7 +194,8 @@ def run_program(name: str, script: str, args: list[str], work: Path) -> dict:
     return {"started_s": started, "done_s": result["done_wall_s"],
             "first_s": result["first_record_wall_s"], "cpu_s": max(cpu, usage.cpu_s),
             "steady_cpu_s": result["done_cpu_s"] - result["first_record_cpu_s"],
-            "peak_rss": usage.peak_rss_bytes, "files": result.get("files", 0),
+            "peak_rss": usage.peak_rss_bytes, "peak_pss": usage.peak_pss_bytes,
+            "files": result.get("files", 0),
             "exit_code": proc.returncode}
 
 
@@ -243,7 +244,8 @@ def run_exporters(name: str, instances: int, env: dict[str, str], events: int,
             "first_s": min(log_wall_s(r) for r in firsts) if firsts else None,
             "steady_cpu_s": usage.cpu_s - sum(float(r["process_cpu_s"]) for r in firsts),
             "consumed_s": consumed_at, "cpu_s": usage.cpu_s, "peak_rss": usage.peak_rss_bytes,
-            "files": len(data_files(out)), "exit_code": [p.returncode for p in procs]}
+            "peak_pss": usage.peak_pss_bytes, "files": len(data_files(out)),
+            "exit_code": [p.returncode for p in procs]}
 
 
 def summarize(raw: dict, events: int, value_bytes: int) -> dict:
@@ -262,6 +264,8 @@ def summarize(raw: dict, events: int, value_bytes: int) -> dict:
         "cpu_s": round(raw["cpu_s"], 2),
         "cpu_s_per_million": round(raw["cpu_s"] / events * 1e6, 2),
         "peak_rss_mb": round(raw["peak_rss"] / MB, 1),
+        # each page once: what a memory cgroup charges (procstats)
+        "peak_pss_mb": round(raw.get("peak_pss", 0) / MB, 1),
         "files": raw["files"],
     }
     if raw.get("assigned_s"):
@@ -365,7 +369,7 @@ def print_table(rows: dict, produced: dict, events: int) -> dict[str, float]:
           f"{len(produced['partitions'])} partitions")
     head = (f"{'run':20} {'steady s':>8} {'ev/s':>9} {'CPU s/M':>8} {'x read':>7} "
             f"{'x floor':>7} {'CPU x fl':>8} | {'join s':>6} {'total s':>7} {'CPU s/M':>8} "
-            f"{'RSS MB':>7} {'files':>6}")
+            f"{'RSS MB':>7} {'PSS MB':>7} {'files':>6}")
     print(head + "\n" + "-" * len(head))
 
     def cell(x: float | None) -> str:
@@ -379,11 +383,14 @@ def print_table(rows: dict, produced: dict, events: int) -> dict[str, float]:
               f"{cell(against(row, rows.get('floor'), CPU)):>8} | "
               f"{row['join_s'] if row['join_s'] else '-':>6} "
               f"{row['seconds']:7.1f} {row['cpu_s_per_million']:8.2f} "
-              f"{row['peak_rss_mb']:7.0f} {row['files']:6}")
+              f"{row['peak_rss_mb']:7.0f} {row.get('peak_pss_mb', 0):7.0f} {row['files']:6}")
     print("steady: from the first record received to done (last record consumed, last file "
           "written or published), CPU over that span; x read, x floor: events/s against the "
           "read limit's and the native floor's in this run; CPU x fl: CPU per event against "
-          "the floor's; join: process start to first record; total: process start to done")
+          "the floor's; join: process start to first record; total: process start to done; RSS: "
+          "peak of the sum over the run's processes (a library page mapped by two processes "
+          "counts twice); PSS: the same peak counting every page once, as a memory cgroup "
+          "does")
     for name, row in rows.items():
         if "seconds_to_all_consumed" in row:
             print(f"{name}: assigned after {row.get('assigned_s', '-')} s, first record after "

@@ -11,7 +11,12 @@ Invariants and limits:
   samples loses at most one interval of CPU). The root's own figure also includes its
   waited-for children (``cutime``/``cstime``), so reaped children are not lost.
 - Peak RSS is the maximum, over samples, of the sum of resident set sizes of the processes
-  alive at that sample (bytes). Shared pages are counted once per process, so it errs high.
+  alive at that sample (bytes). Shared pages are counted once per process, so it errs high
+  for a tree of several processes (each maps the same libraries: pyarrow, librdkafka...).
+- Peak PSS is the same maximum over the sum of proportional set sizes
+  (``/proc/PID/smaps_rollup``): a page shared by k processes counts 1/k in each, so the sum
+  counts every page once, as a memory cgroup (the limit Mesos enforces) does. For one
+  process the two differ only by the pages it shares with processes outside the tree.
 - Linux only; a process that vanished between listing and reading is skipped.
 """
 
@@ -36,6 +41,7 @@ class TreeUsage:
     cpu_s: float
     peak_rss_bytes: int
     samples: int
+    peak_pss_bytes: int = 0
 
 
 def _stat(pid: int) -> tuple[int, float, float] | None:
@@ -59,6 +65,18 @@ def _rss(pid: int) -> int:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size of ``pid`` in bytes (0 if gone or not readable)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
 
 
 def tree_pids(root: int) -> list[int]:
@@ -86,6 +104,7 @@ class TreeSampler:
         self._cpu: dict[int, float] = {}
         self._reaped_cpu: dict[int, float] = {}  # root -> cpu of its waited-for children
         self._peak = 0
+        self._peak_pss = 0
         self._samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -99,7 +118,7 @@ class TreeSampler:
 
     def sample(self) -> None:
         """Take one sample now (also called by the thread)."""
-        total = 0
+        total = pss = 0
         for pid in {p for root in self.roots for p in tree_pids(root)}:
             st = _stat(pid)
             if st is None:
@@ -108,7 +127,9 @@ class TreeSampler:
             if pid in self.roots:
                 self._reaped_cpu[pid] = st[2]
             total += _rss(pid)
+            pss += _pss(pid)
         self._peak = max(self._peak, total)
+        self._peak_pss = max(self._peak_pss, pss)
         self._samples += 1
 
     def _run(self) -> None:
@@ -132,7 +153,8 @@ class TreeSampler:
         descendants = sum(v for pid, v in self._cpu.items() if pid not in self.roots)
         own = sum(self._cpu.get(root, 0.0) for root in self.roots)
         cpu = own + max(descendants, sum(self._reaped_cpu.values()))
-        return TreeUsage(cpu_s=cpu, peak_rss_bytes=self._peak, samples=self._samples)
+        return TreeUsage(cpu_s=cpu, peak_rss_bytes=self._peak, samples=self._samples,
+                         peak_pss_bytes=self._peak_pss)
 
 
 def rss_now(root: int) -> int:

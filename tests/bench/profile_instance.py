@@ -1,6 +1,6 @@
 """Where one instance's GIL-held time goes, against the native floor, per category.
 
-``python tests/bench/profile_instance.py [--events 200000] [--rate 250] [--workdir DIR]``
+``python tests/bench/profile_instance.py [--events 200000] [--rate 250] [--parallelism N] [--workdir DIR]``
 
 Produces ``--events`` records as ``bench_pipeline.py`` does (0.2 % bad), then runs the
 native floor and one ``garmexport run`` (5 s file age, so the tail is short) in turn, as the
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
+    parser.add_argument("--parallelism", type=int, default=0,
+                        help="the exporter's actors.parallelism (0: its default, the usable "
+                        "CPUs); the readers are sampled with the supervisor")
     parser.add_argument("--workdir", help="keep logs and profiles here (default: temp dir)")
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy")
@@ -84,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         proc = procstats.spawn(command, log_path, env=env, cwd=cwd)
         out = Path(log_path).with_suffix(".pyspy.txt")
         spies.append((subprocess.Popen(
-            [spy, "record", "--pid", str(proc.pid), "--gil", "--format", "raw", "--rate",
+            # --subprocesses: with parallelism above 1 the work is in the reader processes
+            [spy, "record", "--pid", str(proc.pid), "--subprocesses", "--gil", "--format",
+             "raw", "--rate",
              str(args.rate), "--nonblocking", "--output", str(out)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out))
         return proc
@@ -101,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                                        [*common, "--group", "p-floor", "--out",
                                         str(work / "out-floor")], work)}
         env = bp.exporter_env(broker.bootstrap, "garmadon", "p-exporter", work / "out-exporter",
-                              GARMEXPORT_WRITER_MAX_FILE_AGE_S="5")
+                              GARMEXPORT_WRITER_MAX_FILE_AGE_S="5",
+                              GARMEXPORT_ACTORS_PARALLELISM=str(args.parallelism))
         raw["garmexport"] = bp.run_exporters("garmexport", 1, env, n, 4, work,
                                              work / "out-exporter")
     finally:
