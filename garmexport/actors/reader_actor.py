@@ -51,7 +51,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.stop_deadline = 0.0
         self.idle_wait: float | None = None
         self.sent_to_writers = False
-        self.broker_problem = ""
+        #: (broker problem, why rejoining) as readiness last heard them
+        self.kafka_state = ("", "")
 
     @escalating("reader start")
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
@@ -148,9 +149,11 @@ class ReaderActor(ActorTypeDispatcher):
             timeout = min(timeout, SHORT_POLL_S)
         self.sent_to_writers = False
         batches = self.source.poll(w.batch_max_records, timeout)  # type: ignore[union-attr]
-        if self.source.broker_problem != self.broker_problem:  # type: ignore[union-attr]
-            self.broker_problem = self.source.broker_problem  # type: ignore[union-attr]
-            self.health.set_broker_problem(self.broker_problem)
+        kafka = (self.source.broker_problem, self.source.rejoining)  # type: ignore[union-attr]
+        if kafka != self.kafka_state:
+            self.kafka_state = kafka
+            self.health.set_broker_problem(kafka[0])
+            self.health.set_rejoining(kafka[1])
         for partition, records in batches.items():
             self.reader.records(partition, records)
         self.idle_wait = self.reader.flush_idle()
