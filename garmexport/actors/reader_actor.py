@@ -67,7 +67,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
         self.reader, self.source = parts.reader, parts.source
         self.registrar = parts.registrar
-        self.unfinished = msg.unfinished if isinstance(msg.unfinished, Unfinished) else Unfinished()
+        if isinstance(msg.unfinished, Unfinished):
+            msg.unfinished.count_with(self.pool.open_files)
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
@@ -170,7 +171,6 @@ class ReaderActor(ActorTypeDispatcher):
                 return
             self.reader.flush_all()
         self.reader.tick()
-        self.unfinished.update(self.reader.open_files(), tuple(sorted(self.reader.assigned)))
         for p in self.reader.seek_positions():
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)
