@@ -25,9 +25,10 @@ _SHOWN = 10  # duplicate groups and gaps printed per partition (--json lists mor
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-broker", action="store_true",
-                        help="only check the output for duplicate offsets; do not read the topic")
+                        help="check the output alone (duplicates, files that disagree or "
+                             "cannot be read); do not read the topic")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--timeout-s", type=positive_float, default=600.0,
+    parser.add_argument("--timeout-s", type=positive_float, default=600.0, metavar="S",
                         help="longest time to read the topic to its end (default 600)")
     parser.add_argument("--progress-s", type=non_negative_float, default=5.0, metavar="S",
                         help="print progress to stderr at most every S seconds (default 5; "
