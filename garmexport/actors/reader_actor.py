@@ -51,7 +51,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.stop_deadline = 0.0
         self.idle_wait: float | None = None
         self.sent_to_writers = False
-        self.broker_problem = ""
+        #: (broker problem, why rejoining) as readiness last heard them
+        self.kafka_state = ("", "")
 
     @escalating("reader start")
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
@@ -66,7 +67,8 @@ class ReaderActor(ActorTypeDispatcher):
         self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
         self.reader, self.source = parts.reader, parts.source
         self.registrar = parts.registrar
-        self.unfinished = msg.unfinished if isinstance(msg.unfinished, Unfinished) else Unfinished()
+        if isinstance(msg.unfinished, Unfinished):
+            msg.unfinished.count_with(self.pool.open_files)
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
@@ -148,9 +150,11 @@ class ReaderActor(ActorTypeDispatcher):
             timeout = min(timeout, SHORT_POLL_S)
         self.sent_to_writers = False
         batches = self.source.poll(w.batch_max_records, timeout)  # type: ignore[union-attr]
-        if self.source.broker_problem != self.broker_problem:  # type: ignore[union-attr]
-            self.broker_problem = self.source.broker_problem  # type: ignore[union-attr]
-            self.health.set_broker_problem(self.broker_problem)
+        kafka = (self.source.broker_problem, self.source.rejoining)  # type: ignore[union-attr]
+        if kafka != self.kafka_state:
+            self.kafka_state = kafka
+            self.health.set_broker_problem(kafka[0])
+            self.health.set_rejoining(kafka[1])
         for partition, records in batches.items():
             self.reader.records(partition, records)
         self.idle_wait = self.reader.flush_idle()
@@ -167,7 +171,6 @@ class ReaderActor(ActorTypeDispatcher):
                 return
             self.reader.flush_all()
         self.reader.tick()
-        self.unfinished.update(self.reader.open_files(), tuple(sorted(self.reader.assigned)))
         for p in self.reader.seek_positions():
             self._update_lag(p)
         self.health.set_store_reachable(self.reader.store_ok)

@@ -32,18 +32,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="dataset (event type output name) to compact; repeatable; default: all")
     a("--day", action="append", default=None, metavar="YYYY-MM-DD",
       help="only this closed day; repeatable; default: every closed day")
-    a("--lateness-s", type=float, default=None,
-      help="seconds after a day's end (in event time) before it is closed")
-    a("--target-file-bytes", type=int, default=None, help="size compacted files aim at")
-    a("--sort-columns", default=None, help="comma-separated columns to sort each file by")
-    a("--codec", default=None, help="Parquet codec: zstd, snappy, gzip, lz4, none")
-    a("--database", default=None, help="Hive database of the tables")
-    a("--metastore-uri", default=None, help="thrift:// URI of a Hive metastore")
-    a("--master", default=None, help="Spark master URL (default from the config)")
+    a("--lateness-s", type=float, default=None, metavar="S",
+      help="seconds after a day's end (in event time) before it is closed "
+           "(default: compaction.lateness_s)")
+    a("--target-file-bytes", type=int, default=None, metavar="BYTES",
+      help="size compacted files aim at (default: compaction.target_file_bytes)")
+    a("--sort-columns", default=None, metavar="A,B,...",
+      help="comma-separated columns to sort each file by (default: compaction.sort_columns)")
+    a("--codec", default=None,
+      help="Parquet codec: zstd, snappy, gzip, lz4, none (default: compaction.codec)")
+    a("--database", default=None, metavar="NAME",
+      help="Hive database of the tables (default: hive.database)")
+    a("--metastore-uri", default=None, metavar="URI",
+      help="thrift:// URI of a Hive metastore (default: hive.metastore_uri)")
+    a("--master", default=None, metavar="URL",
+      help="Spark master URL (default: compaction.spark_master)")
     a("--spark-conf", action="append", default=None, metavar="KEY=VALUE",
       help="extra Spark setting; repeatable")
     a("--spark-log-level", type=str.upper, default=None, choices=LEVELS,
-      help="lowest level of Spark's JVM log records shown (default from the config: ERROR)")
+      help="lowest level of Spark's JVM log records shown (default: "
+           "compaction.spark_log_level, ERROR unless set)")
     a("--no-hive", action="store_true", help="do not create or update Hive tables")
     a("--dry-run", action="store_true", help="plan and print, change nothing")
     a("--show-counts", action="store_true",

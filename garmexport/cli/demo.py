@@ -28,13 +28,16 @@ from garmexport.tools.hive_local import JavaService, beeline, start_metastore, s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workdir", default="demo-output",
+    parser.add_argument("--workdir", default="demo-output", metavar="DIR",
                         help="directory for the output, logs and metastore (default ./demo-output); "
                              "created, or emptied if an earlier demo made it; a non-empty "
                              "directory the demo did not make is refused")
-    parser.add_argument("--events", type=int, default=300_000, help="events to produce (default 300000)")
-    parser.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
-    parser.add_argument("--days", type=int, default=4, help="days of event time (default 4)")
+    parser.add_argument("--events", type=int, default=300_000, metavar="N",
+                        help="events to produce (default 300000)")
+    parser.add_argument("--partitions", type=int, default=4, metavar="N",
+                        help="topic partitions (default 4)")
+    parser.add_argument("--days", type=int, default=4, metavar="N",
+                        help="days of event time (default 4)")
     parser.add_argument("--skip-compaction", action="store_true",
                         help="stop after verify (no Spark needed)")
 

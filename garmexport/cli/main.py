@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Rewrite the small files of every day older than compaction.lateness_s into\n"
                 "files near compaction.target_file_bytes and keep the external Hive tables\n"
                 "in step. Safe to re-run after a crash at any point."),
-    "offsets": ("show committed offsets and lag; bootstrap offsets",
+    "offsets": ("show committed offsets and lag, or set where the next start begins",
                 "Show, per partition and event type, the committed offsets read from the\n"
                 "output directory and the lag against the topic ('offsets show', the\n"
                 "default). 'offsets set' writes markers so that the next start begins at\n"
@@ -58,8 +58,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "unless --force."),
     "verify": ("check the output against the topic: every event exactly once",
                "Read every data and quarantine file under the output root and check that\n"
-               "each record of the topic is held exactly once. Exit 1 on any loss or\n"
-               "duplicate."),
+               "each record of the topic is held exactly once. Exit 1 on any finding: a\n"
+               "loss, a duplicate, a file that disagrees with itself or cannot be read."),
     "demo": ("run the end-to-end demo",
              "Start a local broker, produce generated events, export them, compact, and\n"
              "verify that every event is in the output exactly once."),

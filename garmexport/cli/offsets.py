@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="show and set: do not ask the broker (show: partitions from the "
                              "output, no end nor lag; set: --offset only, no check against "
                              "the end)")
-    parser.add_argument("--timeout-s", type=positive_float, default=60.0,
+    parser.add_argument("--timeout-s", type=positive_float, default=60.0, metavar="S",
                         help="longest wait for one broker read (default 60)")
     parser.add_argument("--partition", type=non_negative_int, action="append", default=[],
                         metavar="P",

@@ -42,28 +42,37 @@ _FLUSH_TIMEOUT_S = 120.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--count", type=int, help="records to produce (default 10000)")
-    size.add_argument("--rate", type=float, help="records per second, for --duration seconds")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds at --rate")
-    parser.add_argument("--bootstrap", help="bootstrap servers (default: kafka bootstrap.servers)")
+    size.add_argument("--count", type=int, metavar="N",
+                      help="records to produce (default 10000)")
+    size.add_argument("--rate", type=float, metavar="N",
+                      help="records per second, for --duration seconds")
+    parser.add_argument("--duration", type=float, default=10.0, metavar="S",
+                        help="with --rate: seconds to produce for (default 10)")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT,...",
+                        help="bootstrap servers (default: kafka bootstrap.servers)")
     parser.add_argument("--topic", help="topic (default: source.topic); created if missing")
-    parser.add_argument("--partitions", type=int, default=4, help="partitions to spread over")
-    parser.add_argument("--seed", type=int, default=1, help="random seed: same seed, same records")
-    parser.add_argument("--days", type=positive_float, default=3.0,
-                        help="event times span this many days; fractions too (0.5: 12 hours)")
+    parser.add_argument("--partitions", type=int, default=4, metavar="N",
+                        help="partitions to spread over (default 4)")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="random seed: same seed, same records (default 1)")
+    parser.add_argument("--days", type=positive_float, default=3.0, metavar="N",
+                        help="event times span this many days; fractions too (0.5: 12 hours; "
+                             "default 3)")
     parser.add_argument("--now", type=epoch_ms, help="end of the time window: epoch ms or "
                         "ISO 8601 (default: the current time)")
-    parser.add_argument("--late-share", type=float, default=0.05,
-                        help="share of events dated on an earlier day than the stream")
-    parser.add_argument("--bad-share", type=float, default=0.0,
-                        help="share of malformed records (every kind, evenly)")
+    parser.add_argument("--late-share", type=float, default=0.05, metavar="SHARE",
+                        help="share of events dated on an earlier day than the stream "
+                             "(default 0.05)")
+    parser.add_argument("--bad-share", type=float, default=0.0, metavar="SHARE",
+                        help="share of malformed records, every kind evenly (default 0)")
     parser.add_argument("--mix", type=parse_mix, default="default",
-                        help='type weights, e.g. "fs=10,gc=2,path=1"; or default, uniform')
+                        help='type weights, e.g. "fs=10,gc=2,path=1", or a whole mix: '
+                             '"default" (the default) or "uniform"')
     parser.add_argument("--partitioner", choices=PARTITIONERS, default="round_robin",
                         help="round_robin, or application: one partition per application")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--progress-s", type=non_negative_float, default=5.0,
-                        help="seconds between progress lines on stderr (0: none)")
+    parser.add_argument("--progress-s", type=non_negative_float, default=5.0, metavar="S",
+                        help="seconds between progress lines on stderr (default 5; 0: none)")
 
 
 def client_settings(config: Config, bootstrap: str | None) -> dict[str, object]:

@@ -3,7 +3,9 @@
 While it reads (a large output takes minutes), it prints progress to stderr at most every
 ``--progress-s`` seconds: files read of all, rows, records read from the topic, elapsed
 time. The report names the files of each duplicate and the files bordering each gap, in
-words, and every file whose name disagrees with its footer or its rows.
+words, every file whose name disagrees with its footer or its rows, and every file that
+cannot be read (not Parquet, truncated) with pyarrow's reason: the other files are still
+checked, and the exit status is 1 as for any finding.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ _SHOWN = 10  # duplicate groups and gaps printed per partition (--json lists mor
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-broker", action="store_true",
-                        help="only check the output for duplicate offsets; do not read the topic")
+                        help="check the output alone (duplicates, files that disagree or "
+                             "cannot be read); do not read the topic")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--timeout-s", type=positive_float, default=600.0,
+    parser.add_argument("--timeout-s", type=positive_float, default=600.0, metavar="S",
                         help="longest time to read the topic to its end (default 600)")
     parser.add_argument("--progress-s", type=non_negative_float, default=5.0, metavar="S",
                         help="print progress to stderr at most every S seconds (default 5; "
@@ -67,7 +70,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
 
     disagreeing: list = []
-    held, files = read_output(storage, config.source.topic, reading, disagreeing)
+    unreadable: list = []
+    held, files = read_output(storage, config.source.topic, reading, disagreeing, unreadable)
 
     def reading_jvm(done: int, total: int, rows: int) -> None:
         tick(lambda s: f"reading the JVM exporter's files: {done}/{total}, {rows} rows, "
@@ -94,7 +98,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
-    report = compare(held, files, expected, jvm, disagreeing=disagreeing, days=days)
+    report = compare(held, files, expected, jvm, disagreeing=disagreeing,
+                     unreadable=unreadable + jvm.unreadable, days=days)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -124,6 +129,10 @@ def _print_table(report) -> None:
         hidden = max(0, len(r.duplicate_files) - _SHOWN) + max(0, len(r.gaps) - _SHOWN)
         if hidden:
             print(f"{'':>9} ... {hidden} more duplicate groups or gaps: see --json")
+    for u in report.unreadable[:_SHOWN]:
+        print(f"unreadable file {u.describe()}")
+    if len(report.unreadable) > _SHOWN:
+        print(f"... {len(report.unreadable) - _SHOWN} more unreadable files: see --json")
     if report.jvm_files or report.foreign_jvm_files:
         beats = sum(r.heartbeats for r in report.partitions.values())
         rows = sum(r.jvm_rows for r in report.partitions.values())

@@ -9,9 +9,10 @@ of that message). The error and statistics callbacks feed :class:`BrokerLink`; i
 transitions become one ``broker_unreachable`` (WARNING, with the reason) and one
 ``broker_reachable`` event, and :attr:`KafkaSignals.problem` feeds readiness. A session
 lost just after this process itself was not scheduled (SIGSTOP, a freeze, a VM pause:
-:mod:`garmexport.process.pause_watch`) is no sign of the broker: it is logged as
-``session_lost`` with how long the process stood still, and the next assignment as
-``session_restored``.
+:mod:`garmexport.process.pause_watch`) is no sign of the broker: it leaves the broker's
+state alone, is logged as ``session_lost`` with how long the process stood still, feeds
+readiness as :attr:`KafkaSignals.rejoining` until the next assignment, and that
+assignment is logged as ``session_restored``.
 
 Every other client garmexport creates (the tools' consumers, producer and admin clients)
 takes :func:`client_log_settings`: the same relay without the broker state, one per process,
@@ -101,8 +102,10 @@ class KafkaSignals:
         self.link = BrokerLink()
         self._relay = _Relay(RepeatLimiter(REPEAT_WINDOW_S), clock)
         self._pauses = pauses
-        #: the group condition came from a pause of this process, not from the broker
-        self._paused_loss = False
+        #: why the session was lost while this process was not scheduled, until the next
+        #: assignment ("" otherwise), and when (monotonic seconds)
+        self._rejoining = ""
+        self._lost_at = 0.0
 
     def settings(self, configured: dict[str, object]) -> dict[str, object]:
         """The client settings that route logs and errors here (``configured`` may set
@@ -116,13 +119,19 @@ class KafkaSignals:
         """Why the broker is unreachable ("" while it is reachable)."""
         return self.link.problem
 
+    @property
+    def rejoining(self) -> str:
+        """Why the group session was lost while this process was not scheduled, until the
+        group assigns partitions again ("" otherwise): the process is rejoining its group,
+        and the broker is not to blame."""
+        return self._rejoining
+
     def assigned(self) -> None:
-        change = self.link.assigned(self._clock())
-        if change is not None and self._paused_loss:
-            self._paused_loss = False
-            log_event(log, "session_restored", down_s=round(change.down_s, 1))
-            return
-        self._report(change)
+        now = self._clock()
+        if self._rejoining:
+            self._rejoining = ""
+            log_event(log, "session_restored", down_s=round(max(0.0, now - self._lost_at), 1))
+        self._report(self.link.assigned(now))
 
     def lost(self, partitions: int) -> None:
         now = self._clock()
@@ -136,9 +145,8 @@ class KafkaSignals:
         reason = (f"group session lost ({partitions} partitions): the process was not "
                   f"scheduled for {pause.seconds:.1f} s (stopped, frozen, or its VM paused), "
                   "so its heartbeats stopped; the broker may well be fine")
-        change = self.link.partitions_lost(reason, now)
-        if change is not None:
-            self._paused_loss = True
+        if not self._rejoining:  # one loss per stop: its later reports add nothing
+            self._rejoining, self._lost_at = reason, now
             log_event(log, "session_lost", level=logging.WARNING, reason=reason,
                       not_scheduled_s=round(pause.seconds, 1))
 

@@ -9,7 +9,10 @@ Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the
   kill and restart the task: it means stuck (the loop cannot make progress).
 - ``/health/ready``: 200 when the consumer has joined the group and got its assignment
   (possibly empty: see ``mesos/README.md``), the broker is reachable, the writers are
-  healthy and the store is reachable, else 503. Readiness gates rolling upgrades; it never kills.
+  healthy and the store is reachable, else 503. A session lost because this process was
+  not scheduled (SIGSTOP, a freeze) reads ``rejoining the group: ...``, not "broker
+  unreachable", until the group assigns partitions again. Readiness gates rolling
+  upgrades; it never kills.
 
 Both health answers carry a small JSON body ``{"ok": bool, "reasons": [..]}`` naming what
 is wrong; readiness adds ``"detail": {name: note}`` for what is behind without making it
@@ -72,7 +75,8 @@ class Health:
         self._last_tick: float | None = None
         self._assigned: int | None = None
         self._stalled: tuple[float, str] | None = None
-        self._problems: dict[str, str] = {"broker": "", "writers": "", "store": ""}
+        self._problems: dict[str, str] = {"broker": "", "session": "", "writers": "",
+                                          "store": ""}
         self._details: dict[str, str] = {}
 
     def tick(self, now: float) -> None:
@@ -103,6 +107,13 @@ class Health:
         """Why the Kafka broker is unreachable ("" when it is reachable)."""
         with self._lock:
             self._problems["broker"] = f"broker unreachable: {problem}" if problem else ""
+        self._mirror()
+
+    def set_rejoining(self, why: str) -> None:
+        """Why the group session was lost while the broker was fine (the process was not
+        scheduled), while it rejoins the group ("" once assigned again)."""
+        with self._lock:
+            self._problems["session"] = f"rejoining the group: {why}" if why else ""
         self._mirror()
 
     def set_store_reachable(self, reachable: bool, why: str = "store unreachable") -> None:
@@ -136,8 +147,8 @@ class Health:
         return Status(True)
 
     def readiness(self) -> Status:
-        """Ready iff assigned, broker reachable, writers healthy and store reachable;
-        reasons list each miss."""
+        """Ready iff assigned, broker reachable, not rejoining, writers healthy and store
+        reachable; reasons list each miss."""
         with self._lock:
             reasons = [] if self._assigned is not None else ["no partition assignment yet"]
             reasons += [why for why in self._problems.values() if why]

@@ -14,7 +14,8 @@ watermarks only grow, so the larger of the two is the right one.
 
 The client's own log lines, errors and statistics go to :class:`KafkaSignals`: logged
 through Python logging, rate limited, and turned into the broker's reachability
-(:attr:`KafkaSource.broker_problem`, for readiness).
+(:attr:`KafkaSource.broker_problem`, for readiness; :attr:`KafkaSource.rejoining` after a
+session this process lost by not being scheduled).
 
 While it holds no assignment (from the subscription, or from a revoke or a loss, until
 the group assigns partitions) it logs ``waiting_for_assignment`` every
@@ -128,6 +129,12 @@ class KafkaSource:
     def broker_problem(self) -> str:
         """Why the broker is unreachable, or "" while it is reachable."""
         return self.signals.problem
+
+    @property
+    def rejoining(self) -> str:
+        """Why the group session was lost while this process was not scheduled, until the
+        group assigns partitions again; "" otherwise (not the broker's fault)."""
+        return self.signals.rejoining
 
     def poll(self, max_records: int, timeout_s: float) -> dict[int, list]:
         """One batch of records grouped by partition, in offset order within each."""

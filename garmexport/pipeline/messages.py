@@ -26,8 +26,8 @@ class StartExport:
     #: a KafkaSource already subscribed (the join under way), or None to subscribe now;
     #: a live object, which the in-process actor system passes as it is
     source: object = None
-    #: the garmexport.pipeline.unfinished.Unfinished the reader keeps up to date for a
-    #: forced stop's last line (a live object too), or None
+    #: the garmexport.pipeline.unfinished.Unfinished the reader gives its writer pool's
+    #: count of open files, for a forced stop's last line (a live object too), or None
     unfinished: object = None
 
 

@@ -317,10 +317,6 @@ class Reader:
         for p, a in self.assigned.items():
             self.flusher.end_burst(p, a, now)
 
-    def open_files(self) -> int:
-        """Files open in the writers, as their last reports said."""
-        return sum(v.open_files for a in self.assigned.values() for v in a.writers.values())
-
     def settled(self) -> bool:
         """No batch in flight and no open file anywhere: safe to write final markers."""
         return all(not a.ledger.open_writers() for a in self.assigned.values())

@@ -1,35 +1,37 @@
-"""What a stop forced now would abandon, as the reader last counted it.
+"""What a stop forced now abandons, counted at the moment it is forced.
 
 A second SIGTERM (or SIGINT), or a stop still running past its deadline, ends the process
 at once (:mod:`garmexport.process.stop_signal`). Nothing half-written is visible then, but
 the operator should read what was given up: the files open in the writers, whose records
-were read but not published. The reader actor refreshes one :class:`Unfinished` on every
-tick (its only writer); the main loop reads it once, for the ``stop_forced`` line, from
-the signal handler or the deadline's timer thread: a snapshot up to a tick old.
+were read but not published. The reader actor hands :class:`Unfinished` the writer pool's
+count (:meth:`garmexport.pipeline.writer_lanes.WriterPool.open_files`) when it starts; the
+main loop asks it once, for the ``stop_forced`` line, from the signal handler or the
+deadline's timer thread. Before the reader has started nothing can be open.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+
+#: (files open now, the partitions that have any)
+Count = Callable[[], tuple[int, tuple[int, ...]]]
 
 
-@dataclass
 class Unfinished:
-    #: files open in the writers: records read, not yet published
-    open_files: int = 0
-    #: the partitions held (whose records those are)
-    partitions: tuple[int, ...] = field(default_factory=tuple)
+    def __init__(self) -> None:
+        self._count: Count = lambda: (0, ())
 
-    def update(self, open_files: int, partitions: tuple[int, ...]) -> None:
-        self.open_files, self.partitions = open_files, partitions
+    def count_with(self, count: Count) -> None:
+        """Count the open files with ``count`` from now on (the reader's writer pool)."""
+        self._count = count
 
     def fields(self) -> dict[str, object]:
-        """The ``stop_forced`` line's account of what is abandoned."""
-        if not self.open_files:
-            what = "no open file (as of the last tick): nothing read is left unpublished"
+        """The ``stop_forced`` line's account of what is abandoned, counted now."""
+        open_files, partitions = self._count()
+        if not open_files:
+            what = "no file open in the writers"
         else:
-            what = (f"{self.open_files} open files not published (records of partitions "
-                    f"{list(self.partitions)} read since their last published file); safe to "
+            what = (f"{open_files} open files not published (records of partitions "
+                    f"{list(partitions)} read since their last published file); safe to "
                     "redo: the next start reads them again from the output's markers")
-        return {"open_files": self.open_files, "partitions": list(self.partitions),
-                "abandoned": what}
+        return {"open_files": open_files, "partitions": list(partitions), "abandoned": what}

@@ -30,6 +30,12 @@ did when a stuck writer held up the actor system's one thread.
 Memory: a batch in a lane counts in :attr:`WriterPool.queued_bytes` until its writer has
 handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
 while it is above an eighth of it.
+
+A forced stop asks :meth:`WriterPool.open_files` what it abandons: the files each writer's
+last report says are open, noted by the lane as the report is made, so the count is the
+writers' own at that moment, not the reader's (which takes the reports on its thread, and
+may be held up). It is asked from a signal handler or a timer thread: its lock is one that
+the reader's thread never holds.
 """
 
 from __future__ import annotations
@@ -70,6 +76,10 @@ class WriterPool:
         self._closed = False
         #: lane -> (monotonic time its running message started, the message's kind)
         self._running: dict[Lane, tuple[float, str]] = {}
+        #: lane -> (partition, files open) as its writer's last report said; its own lock,
+        #: which only pool threads and open_files take (see the module doc)
+        self._open: dict[Lane, tuple[int, int]] = {}
+        self._open_lock = threading.Lock()
         self._workers = [threading.Thread(target=self._work, name=f"garmexport-writer-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._workers:
@@ -93,6 +103,13 @@ class WriterPool:
             return None
         lane, (since, kind) = oldest
         return since, f"writer {lane.name} has been handling one {kind} since then"
+
+    def open_files(self) -> tuple[int, tuple[int, ...]]:
+        """Files open in the writers now, and the partitions that have any, as each writer's
+        last report says (a message still running has not changed them yet)."""
+        with self._open_lock:
+            counts = list(self._open.values())
+        return sum(n for _, n in counts), tuple(sorted({p for p, n in counts if n}))
 
     def lane(self, name: str, handle: Handler) -> Lane:
         return Lane(self, name, handle)
@@ -175,6 +192,9 @@ class Lane:
         except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
             outcome = Failure.of(f"writer {self.name}", exc)
             self._broken = True
+        if isinstance(outcome, WriterReport):
+            with pool._open_lock:
+                pool._open[self] = (outcome.partition, outcome.open_files)
         if outcome is not None:
             pool.done.put(outcome)
         with pool._lock:

@@ -7,6 +7,8 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
 - duplicates: an offset held by more than one row, with the files that hold it;
 - disagreeing files: a file named like the exporter's whose name, footer and rows
   disagree (partition, offsets, row count), or that has no footer facts;
+- unreadable files: a visible file that is not Parquet (truncated, or another kind of
+  file named like one), with pyarrow's reason; the other files are checked all the same;
 - with the broker: missing records (a record of an exported type, or a bad record, that no
   row holds) as gaps, each with the files just before and after it in its dataset,
   misplaced ones (held, but in another type's dataset than its marker says), and
@@ -24,7 +26,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from garmexport.protocol.naming import QUARANTINE_DIR, FileName, day_name, parse_day_dir
 from garmexport.pipeline.router import Window, route
@@ -32,8 +33,10 @@ from garmexport.storage.base import Storage
 from garmexport.storage.footer import FileFacts
 from garmexport.tools.verify_jvm import JvmRead
 from garmexport.tools.verify_findings import (
-    Disagreement, DuplicateGroup, Gap, dataset_of, disagreement, duplicate_groups, gaps,
+    Disagreement, DuplicateGroup, Gap, Unreadable, dataset_of, disagreement, duplicate_groups,
+    gaps,
 )
+from garmexport.tools.verify_read import read_table
 
 COLUMNS = ["kafka_partition", "kafka_offset"]
 _IN_QUARANTINE = QUARANTINE_DIR + "/"
@@ -72,10 +75,12 @@ class Report:
     #: of ``files``, those the JVM exporter wrote; JVM files of another cluster tag (unread)
     jvm_files: int = 0
     foreign_jvm_files: list[str] = field(default_factory=list)
+    #: visible files that could not be read (of no known partition: their rows are not)
+    unreadable: list[Unreadable] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(p.ok for p in self.partitions.values())
+        return not self.unreadable and all(p.ok for p in self.partitions.values())
 
     def to_dict(self) -> dict:
         return {
@@ -83,6 +88,8 @@ class Report:
             "files": self.files,
             "jvm_files": self.jvm_files,
             "foreign_jvm_files": self.foreign_jvm_files[:LISTED],
+            "unreadable_count": len(self.unreadable),
+            "unreadable_files": [u.to_dict() for u in self.unreadable[:LISTED]],
             "partitions": {
                 str(p): {
                     "rows": r.rows, "quarantined": r.quarantined,
@@ -119,38 +126,50 @@ def visible_files(storage: Storage) -> Iterable[tuple[str, str]]:
 
 def read_output(storage: Storage, topic: str, progress: Progress | None = None,
                 disagreeing: list[Disagreement] | None = None,
+                unreadable: list[Unreadable] | None = None,
                 ) -> tuple[dict[tuple[int, int], list[str]], int]:
     """Where each (partition, offset) of ``topic`` is held: the path of the file of each row
     (``dataset/day=D/name``; the same string object for every row of a file), and how many
     files were read. ``progress`` is called after each file; each file of ``topic`` named
-    like the exporter's whose name, footer and rows disagree is added to ``disagreeing``."""
+    like the exporter's whose name, footer and rows disagree is added to ``disagreeing``,
+    and each file that cannot be read to ``unreadable`` (its rows count as held by none)."""
     held: dict[tuple[int, int], list[str]] = {}
     listed = list(visible_files(storage))
     rows = 0
+    unreadable = [] if unreadable is None else unreadable
     for files, (dataset, path) in enumerate(listed, 1):
-        table = pq.read_table(pa.BufferReader(storage.read(path)), columns=COLUMNS + (
+        table = read_table(storage, path, unreadable, COLUMNS + (
             ["topic"] if dataset == QUARANTINE_DIR else []))
-        meta = table.schema.metadata or {}
-        name = FileName.parse(path.rpartition("/")[2])
-        if disagreeing is not None and name is not None and name.topic == topic:
-            found = disagreement(path, name, _facts(meta),
-                                 table.column("kafka_partition").to_pylist(),
-                                 table.column("kafka_offset").to_pylist())
-            if found is not None:
-                disagreeing.append(found)
-        file_topic = meta.get(b"garmexport.topic", topic.encode()).decode()
-        if dataset == QUARANTINE_DIR:
-            table = table.filter(pa.compute.equal(table.column("topic"), topic))
-        elif file_topic != topic:
-            table = table.slice(0, 0)
-        parts = table.column("kafka_partition").to_pylist()
-        offs = table.column("kafka_offset").to_pylist()
-        for p, o in zip(parts, offs):
-            held.setdefault((p, o), []).append(path)
-        rows += len(offs)
+        if table is not None:
+            rows += _hold(table, dataset, path, topic, held, disagreeing)
         if progress is not None:
             progress(files, len(listed), rows)
     return held, len(listed)
+
+
+def _hold(table: pa.Table, dataset: str, path: str, topic: str,
+          held: dict[tuple[int, int], list[str]], disagreeing: list[Disagreement] | None,
+          ) -> int:
+    """Add the rows of ``topic`` in the file at ``path`` to ``held`` (and the file to
+    ``disagreeing`` if it disagrees with itself); how many rows that was."""
+    meta = table.schema.metadata or {}
+    name = FileName.parse(path.rpartition("/")[2])
+    if disagreeing is not None and name is not None and name.topic == topic:
+        found = disagreement(path, name, _facts(meta),
+                             table.column("kafka_partition").to_pylist(),
+                             table.column("kafka_offset").to_pylist())
+        if found is not None:
+            disagreeing.append(found)
+    file_topic = meta.get(b"garmexport.topic", topic.encode()).decode()
+    if dataset == QUARANTINE_DIR:
+        table = table.filter(pa.compute.equal(table.column("topic"), topic))
+    elif file_topic != topic:
+        table = table.slice(0, 0)
+    parts = table.column("kafka_partition").to_pylist()
+    offs = table.column("kafka_offset").to_pylist()
+    for p, o in zip(parts, offs):
+        held.setdefault((p, o), []).append(path)
+    return len(offs)
 
 
 def _facts(meta: dict[bytes, bytes]) -> FileFacts | None:
@@ -178,9 +197,10 @@ def expected_from_records(partition: int, records: list,
 
 def compare(held: dict[tuple[int, int], list[str]], files: int,
             expected: dict[int, dict[int, str]] | None, jvm: JvmRead | None = None, *,
-            disagreeing: Iterable[Disagreement] = (),
+            disagreeing: Iterable[Disagreement] = (), unreadable: Iterable[Unreadable] = (),
             days: Mapping[int, Mapping[int, str]] | None = None) -> Report:
-    """Build the report; ``held`` and ``disagreeing`` from :func:`read_output`, ``expected``
+    """Build the report; ``held``, ``disagreeing`` and ``unreadable`` from
+    :func:`read_output` (and :func:`garmexport.tools.verify_jvm.read_jvm`), ``expected``
     (per partition, offset -> dataset) from Kafka. Duplicates and gaps come with the files
     they are about (:mod:`garmexport.tools.verify_findings`; ``days`` from
     :func:`expected_from_records` lets a gap name the files of its own day); a disagreeing
@@ -191,7 +211,7 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
     A record of an exported type may legitimately be quarantined (bad body, event time
     outside the window): a row in ``_quarantine`` satisfies any expectation.
     """
-    report = Report(files=files)
+    report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path))
     if jvm is not None:
         report.jvm_files, report.foreign_jvm_files = jvm.files, list(jvm.foreign)
         for p in set(jvm.rows) | set(jvm.heartbeats):

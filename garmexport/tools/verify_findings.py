@@ -17,6 +17,9 @@ findings name them, from what :func:`garmexport.tools.verify.read_output` gather
   own footer (partition, first and last offset, rows) or with the rows it holds, or that
   is named like an exporter file but has no footer facts: renamed, copied over, or
   rewritten by hand. Every such file is listed with what disagrees.
+- an **unreadable file**: a visible file that pyarrow cannot read (truncated, or not
+  Parquet at all, such as a text file named like a data file). Readers of the table fail
+  on it too; it is listed with pyarrow's reason, and the other files are checked as usual.
 """
 
 from __future__ import annotations
@@ -204,3 +207,18 @@ def disagreement(path: str, name: FileName, facts: FileFacts | None,
         problems.append(f"the footer says offsets {facts.first_offset}..{facts.last_offset}, "
                         f"the rows hold {held[0]}..{held[-1]}")
     return Disagreement(path, tuple(problems)) if problems else None
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A visible file that cannot be read, and why in words ("not a Parquet file: " and
+    pyarrow's reason)."""
+
+    path: str
+    problem: str
+
+    def describe(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.path, "what": self.describe()}

@@ -13,6 +13,8 @@ events, its re-reads after two days down) show up too, before and after the swit
   ``kafka_offset`` is another record's.
 - Files tagged with another Kafka cluster than ``[jvm] cluster`` hold another cluster's
   offsets: they are listed as foreign and not read.
+- A file that cannot be read (truncated, not Parquet) is listed in
+  :attr:`JvmRead.unreadable` with pyarrow's reason, as garmexport's own files are.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from garmexport.protocol.jvm_names import JvmFile, day_of_dir
 from garmexport.protocol.naming import parse_day_dir
 from garmexport.storage.base import Storage
+from garmexport.tools.verify_findings import Unreadable
+from garmexport.tools.verify_read import read_table
 
 #: the columns a heartbeat row sets; every other column of it is NULL
 HEARTBEAT_SET = ("timestamp", "kafka_offset")
@@ -38,6 +41,7 @@ class JvmRead:
     rows: dict[int, int] = field(default_factory=dict)
     heartbeats: dict[int, int] = field(default_factory=dict)
     foreign: list[str] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
 
 
 def jvm_files(storage: Storage, datasets: list[str]) -> list[tuple[str, JvmFile]]:
@@ -74,7 +78,9 @@ def read_jvm(storage: Storage, held: dict[tuple[int, int], list[str]], cluster: 
         if name.cluster != cluster:
             result.foreign.append(path)
             continue
-        table = pq.read_table(pa.BufferReader(storage.read(path)))
+        table = read_table(storage, path, result.unreadable)
+        if table is None:
+            continue
         beats = heartbeat_mask(table)
         p = name.partition
         n_beats = pc.sum(beats).as_py() or 0

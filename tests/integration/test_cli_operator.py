@@ -190,6 +190,49 @@ def test_verify_shows_progress_and_names_the_files_of_a_duplicate_and_of_a_gap(
             f"{day}/0004-0.parquet, {day}/0004-1.parquet") in text.stdout, text.stdout
 
 
+def test_verify_names_a_file_that_is_not_parquet_and_goes_on_checking_the_rest(
+        tmp_path: Path) -> None:
+    """A truncated copy, a text file and a JVM-named file of garbage among real files: each
+    is one finding in words with pyarrow's reason, the duplicate between the two real files
+    is still found, and the exit code is the one for findings, with no traceback."""
+    root = tmp_path / "out"
+    day = root / "fs" / "day=2026-11-01"
+    day.mkdir(parents=True)
+    rows = pa.table({"kafka_partition": [0] * 10, "kafka_offset": list(range(10))})
+    pq.write_table(rows, day / "a.parquet")
+    pq.write_table(rows, day / "b.parquet")  # every row of a again: a duplicate finding
+    whole = (day / "a.parquet").read_bytes()
+    (day / "cut.parquet").write_bytes(whole[:len(whole) // 2])
+    (day / "notes.parquet").write_text("left here by hand, not Parquet\n")
+    (day / "0.index=7").write_bytes(b"\x00" * 64)  # named like a JVM exporter's file
+    bad = [f"fs/day=2026-11-01/{n}" for n in ("0.index=7", "cut.parquet", "notes.parquet")]
+    env = exporter_env(f"127.0.0.1:{free_port()}", "t", str(root), LOG_FORMAT="text")
+    run = [PYTHON, "-m", "garmexport", "verify", "--no-broker"]
+
+    text = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 1, text.stdout + text.stderr  # README: a finding exits 1
+    assert "Traceback" not in text.stderr and "Error" not in text.stderr, text.stderr
+    said = [line for line in text.stdout.splitlines() if line.startswith("unreadable file ")]
+    assert len(said) == 3, text.stdout
+    for path, line in zip(bad, said):
+        assert line.startswith(f"unreadable file {path}: not a Parquet file: "), line
+        assert "magic bytes" in line, line  # pyarrow's own reason
+    assert ("duplicate offsets 0..9 (10) held by: fs/day=2026-11-01/a.parquet, "
+            "fs/day=2026-11-01/b.parquet") in text.stdout, text.stdout
+    assert text.stdout.rstrip().endswith("verify: FAILED"), text.stdout
+
+    done = subprocess.run(run + ["--json"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert not report["ok"] and report["unreadable_count"] == 3, report
+    assert [u["path"] for u in report["unreadable_files"]] == bad, report
+    assert all(u["what"].startswith(f"{u['path']}: not a Parquet file: ")
+               for u in report["unreadable_files"]), report
+    assert report["partitions"]["0"]["rows"] == 20, report  # the two real files, read
+    assert report["partitions"]["0"]["duplicates"] == 10, report
+
+
 def test_the_demo_says_how_much_of_the_lag_is_unread_and_how_much_unpublished(
         tmp_path: Path) -> None:
     """Once every record is read the lag stays until the files holding them are published

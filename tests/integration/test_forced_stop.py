@@ -41,7 +41,7 @@ def test_a_second_sigterm_logs_what_the_forced_stop_abandoned(broker, tmp_path: 
         while sum(by(scrape(run), "garmexport_events_consumed_total", "partition").values()) < RECORDS:
             assert time.monotonic() < deadline, run.tail()
             time.sleep(0.5)
-        time.sleep(2.5)  # a tick or two: the writers' reports of their open files are in
+        time.sleep(2.5)  # the writers have handled what was read: their files are open
         with frozen(Path(root)):
             os.kill(run.pid, signal.SIGTERM)
             run.wait_event("stopping", timeout_s=10)

@@ -7,14 +7,20 @@ first heartbeat after the resume, nothing was lost and the stop is tried again).
 the log must not claim ``broker_unreachable``; it must say what is known: one
 ``session_lost`` (WARNING) whose reason says the process was not scheduled for about the
 time it was stopped, then ``session_restored`` once the group assigns it partitions again.
-Records produced meanwhile are exported exactly once.
+Readiness says the same: while it rejoins, ``/health/ready`` answers 503 with
+``rejoining the group: group session lost ...``, never ``broker unreachable``, and 200 again
+once it is assigned. Records produced meanwhile are exported exactly once.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from tests.integration.harness import (
@@ -23,6 +29,36 @@ from tests.integration.harness import (
 
 STOPPED_S = 8.0
 TRIES = 4
+
+
+class ReadinessLog:
+    """Asks ``/health/ready`` every 50 ms in a thread and keeps every (status, reasons)
+    answered: the rejoin after a resume can take well under a second."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}/health/ready"
+        self.answers: list[tuple[int, list[str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as answer:
+                    code, body = answer.status, answer.read()
+            except urllib.error.HTTPError as exc:
+                code, body = exc.code, exc.read()
+            except OSError:
+                continue  # stopped (SIGSTOP): no answer in time
+            self.answers.append((code, json.loads(body)["reasons"]))
+
+    def reasons(self) -> list[str]:
+        return [r for _, rs in self.answers for r in rs]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
 
 
 def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
@@ -35,6 +71,7 @@ def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
         run = Exporter(env, tmp_path, "paused")
         runs.append(run)
         wait_caught_up(root, topic, topic_ends(broker.bootstrap, topic), 120, run.check_alive)
+        readiness = ReadinessLog(run.metrics_port())
         lost = None
         for _ in range(TRIES):
             os.kill(run.pid, signal.SIGSTOP)
@@ -54,6 +91,15 @@ def test_a_process_stopped_past_its_session_timeout_says_it_was_not_scheduled(
         assert "not scheduled for" in lost["reason"], lost
         assert STOPPED_S - 1.5 <= lost["not_scheduled_s"] <= STOPPED_S + 3, lost
         run.wait_event("session_restored", timeout_s=60)
+        deadline = time.monotonic() + 30
+        while not readiness.answers or readiness.answers[-1][0] != 200:
+            assert time.monotonic() < deadline, (readiness.answers[-5:], run.tail())
+            time.sleep(0.1)
+        readiness.close()
+        said = readiness.reasons()
+        assert not [r for r in said if r.startswith("broker unreachable")], said
+        rejoining = [r for r in said if r.startswith("rejoining the group: group session lost")]
+        assert rejoining and "not scheduled for" in rejoining[0], readiness.answers
         produce(broker.bootstrap, topic, 500, partitions=2, seed=9, days=1)
         ends = topic_ends(broker.bootstrap, topic)
         wait_caught_up(root, topic, ends, 120, run.check_alive)

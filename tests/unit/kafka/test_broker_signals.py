@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError
 from garmexport.kafka.broker_link import BrokerLink, Change
 from garmexport.kafka.signals import REPEAT_WINDOW_S, KafkaSignals
 from garmexport.observe.logs import configure
+from garmexport.process.pause_watch import Pause
 from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
 FAIL = ("127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused "
@@ -158,6 +159,34 @@ def test_lost_partitions_make_the_broker_unreachable_until_the_next_assignment(
     signals.assigned()
     assert signals.problem == ""
     assert [d["event"] for d in docs(json_lines)] == ["broker_unreachable", "broker_reachable"]
+
+
+class StoppedFor:
+    """A pause watch that saw the process stopped for ``seconds``, just now."""
+
+    def __init__(self, seconds: float) -> None:
+        self.pause = Pause(seconds, ended_at=0.0)
+
+    def recent(self, within_s: float) -> Pause:
+        return self.pause
+
+
+def test_a_session_lost_by_a_pause_is_rejoining_not_an_unreachable_broker(
+        json_lines: io.StringIO) -> None:
+    clock = FakeClock()
+    signals = KafkaSignals(clock, pauses=StoppedFor(8.0))  # type: ignore[arg-type]
+    signals.lost(2)
+    signals.lost(2)  # a second report of the same loss says nothing new
+    assert signals.problem == ""  # the broker is not blamed
+    assert signals.rejoining.startswith("group session lost (2 partitions): the process was "
+                                        "not scheduled for 8.0 s"), signals.rejoining
+    clock.now += 3.0
+    signals.assigned()
+    assert signals.rejoining == "" and signals.problem == ""
+    lines = docs(json_lines)
+    assert [(d["event"], d["level"]) for d in lines] == [
+        ("session_lost", "WARNING"), ("session_restored", "INFO")], lines
+    assert lines[0]["not_scheduled_s"] == 8.0 and lines[1]["down_s"] == 3.0
 
 
 def test_other_client_errors_are_warnings_with_their_reason(json_lines: io.StringIO) -> None:

@@ -78,6 +78,18 @@ def test_an_unreachable_broker_makes_the_exporter_unready_and_says_why() -> None
     assert health.readiness().ok
 
 
+def test_a_session_lost_by_a_pause_reads_rejoining_not_broker_unreachable() -> None:
+    health = ready_health()
+    health.set_rejoining("group session lost (2 partitions): the process was not scheduled")
+    status = health.readiness()
+    assert not status.ok
+    assert status.reasons == (
+        "rejoining the group: group session lost (2 partitions): the process was not "
+        "scheduled",)
+    health.set_rejoining("")
+    assert health.readiness().ok
+
+
 def test_a_detail_note_shows_in_the_ready_body_without_failing_it() -> None:
     # Hive registration failing must not make instances unready (it would stall upgrades).
     health = ready_health()

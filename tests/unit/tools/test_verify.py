@@ -147,3 +147,25 @@ def test_with_the_days_of_the_records_a_gap_is_bordered_by_the_files_of_its_own_
     amid, after = compare(held, files, expected, days=days).partitions[0].gaps
     a = f"fs/{d1}/a.parquet"
     assert amid == Gap("fs", 1, 37, 19, a, a) and after == Gap("fs", 39, 39, 1, a, None)
+
+
+def test_a_file_that_cannot_be_read_is_a_finding_and_the_other_files_are_read(tmp_path):
+    a = write(tmp_path, "fs", "a.parquet", 0, range(0, 10))
+    text = f"fs/{DAY}/b.parquet"
+    (tmp_path / text).write_bytes(b"PAR1 a text that starts like Parquet")
+    columnless = f"fs/{DAY}/c.parquet"  # Parquet, but without the Kafka columns
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / columnless)
+    unreadable: list = []
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic", None, [], unreadable)
+    assert files == 3 and held == {(0, o): [a] for o in range(10)}
+    unreadable.sort(key=lambda u: u.path)  # in listing order, which the store decides
+    assert [u.path for u in unreadable] == [text, columnless]
+    assert unreadable[0].problem.startswith("not a Parquet file: "), unreadable
+    assert unreadable[1].problem == ("a Parquet file without the columns kafka_partition, "
+                                     "kafka_offset"), unreadable
+    report = compare(held, files, {0: {o: "fs" for o in range(10)}}, unreadable=unreadable)
+    assert report.partitions[0].ok and not report.ok
+    doc = report.to_dict()
+    assert doc["ok"] is False and doc["unreadable_count"] == 2
+    assert doc["unreadable_files"][0] == {
+        "path": text, "what": f"{text}: {unreadable[0].problem}"}
