@@ -65,10 +65,10 @@ from dataclasses import dataclass
 from garmexport.compaction.names import is_hidden
 from garmexport.errors import ProtocolViolation
 
-CRASH_ENV = "GARMEXPORT_COMPACT_CRASH_AT"
+CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejects unknown ones
 #: when set too, the crash point stops the process (SIGSTOP) instead of exiting, so that a
 #: test can SIGKILL its whole process group (the Spark JVM included) from outside
-CRASH_STOP_ENV = "GARMEXPORT_COMPACT_CRASH_STOP"
+CRASH_STOP_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_STOP"
 #: crash points, in the order a swap with a view reaches them: "before-journal",
 #: "after-journal", "mid-view", "after-view", "after-flip", "mid-publish", "after-publish",
 #: "mid-delete", "after-delete", "after-unflip" (a swap without a view skips the view and
@@ -244,8 +244,8 @@ def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: 
 
 
 def crash_point(step: str) -> None:
-    """Test hook: die like SIGKILL at ``step`` when GARMEXPORT_COMPACT_CRASH_AT names it;
-    with GARMEXPORT_COMPACT_CRASH_STOP set, stop there first and die only if continued.
+    """Test hook: die like SIGKILL at ``step`` when TEST_GARMEXPORT_COMPACT_CRASH_AT names it;
+    with TEST_GARMEXPORT_COMPACT_CRASH_STOP set, stop there first and die only if continued.
 
     An exit from inside is not a kill from outside (the JVM child outlives it, nothing
     else is cut off): stopping lets a test deliver the real SIGKILL to the process group.
