@@ -116,3 +116,15 @@ def test_store_fs_keeps_the_file_ops_contract(tmp_path: Path) -> None:
     fs.delete_tree("b")
     assert not (tmp_path / "b").exists()
     fs.delete_tree("b")  # missing: fine
+
+
+def test_two_retries_at_once_finish_the_swap_once(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    journal = crashed_swap(tmp_path, view=False)
+    root = LocalFs(str(tmp_path)).uri
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda _: finish(root), range(2)))
+    assert sorted(d.rolled_forward for d in done) == [0, 1]  # the second found it done
+    names = {f"{DAY}/{e.name}" for e in LocalFs(str(tmp_path)).list(DAY)}
+    assert {m.final for m in journal.moves} <= names and not names & set(journal.deletes)
