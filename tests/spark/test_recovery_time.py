@@ -41,10 +41,11 @@ from garmexport.compaction.names import CompactedName
 from garmexport.compaction.swap import CRASH_ENV, CRASH_STOP_ENV
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import partition_location
-from tests.spark.exporter_like import data_files, read_rows
+from tests.spark.exporter_like import data_files
 from tests.spark.test_compaction import DAY, REPO, small_day
 from tests.spark.test_shipped_jobs import HDFS_PATH, definition, make_sandbox, task_env
-from tests.spark.test_swap_readers import OUTPUT, RELAUNCH_S, register, uri
+from tests.spark.test_swap_readers import (OUTPUT, RELAUNCH_S, assert_day_exact, register,
+                                          uri)
 from tests.webhdfs_server import WebHdfsServer
 
 pytestmark = pytest.mark.spark
@@ -162,9 +163,11 @@ def ms(metastore: Any) -> Iterator[Metastore]:
     client.close()
 
 
-def kill_when_stopped(launcher: subprocess.Popen, log: Path) -> tuple[int, float, list[int]]:
+def kill_when_stopped(launcher: subprocess.Popen, log: Path
+                      ) -> tuple[int, int, float, list[int]]:
     """Wait for the ``compact`` under ``launcher`` to stop itself at the crash step, then
-    SIGKILL its process group; (its pid, the kill's wall time, the JVM pids killed)."""
+    SIGKILL its process group; (its pid, the group, the kill's wall time, the JVM pids
+    killed)."""
     deadline = time.monotonic() + 900
     while True:
         stopped = [p for p in compact_processes(launcher.pid)
@@ -180,7 +183,7 @@ def kill_when_stopped(launcher: subprocess.Popen, log: Path) -> tuple[int, float
     assert jvms  # the Spark driver JVM, in the killed group
     assert all(os.getpgid(p) == group for p in jvms)
     os.killpg(group, signal.SIGKILL)
-    return first, time.time(), jvms
+    return first, group, time.time(), jvms
 
 
 def wait_exact(root: str, ms: Metastore, database: str, killed_at: float, log: Path
@@ -222,7 +225,9 @@ def split(step: str, how: str, log: Path, killed_at: float, retry_started: float
 
 def verified(root_env: dict[str, str], sandbox: Path, root: str,
              keys: list[tuple[int, int]]) -> None:
-    assert read_rows(root, OUTPUT, DAY) == sorted(keys)
+    """The day as the retry left it: every row once, compacted, ``_COMPLETE`` written;
+    and ``verify`` agrees."""
+    assert_day_exact(root, keys)
     verify = subprocess.run([str(sandbox / "bin" / "garmexport"), "verify", "--no-broker",
                              "--config", str(sandbox / "garmexport.toml")], env=root_env,
                             cwd=sandbox, capture_output=True, text=True, timeout=300)
@@ -264,8 +269,8 @@ def test_a_swap_killed_under_the_cron_retry_loop_is_exact_again_within_a_minute(
     loop = subprocess.Popen([env["SHELL"], "-c", command], env=env, cwd=sandbox,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        first, killed_at, jvms = kill_when_stopped(loop, log)
-        assert os.getpgid(first) != loop.pid  # setsid: the loop outlives the group's kill
+        first, group, killed_at, jvms = kill_when_stopped(loop, log)
+        assert group != loop.pid  # setsid: the loop outlives the group's kill
         exact_at = wait_exact(root, ms, database, killed_at, log)
         [retry] = [p for p in compact_processes(loop.pid) if p != first] or [0]
         assert retry, "the day turned exact with no retry running"
@@ -310,7 +315,7 @@ def test_a_swap_killed_in_the_metronome_job_is_exact_again_within_a_minute(
     first = launch({CRASH_ENV: step, CRASH_STOP_ENV: "1"})
     retry = None
     try:
-        _, killed_at, jvms = kill_when_stopped(first, log)
+        _, _, killed_at, jvms = kill_when_stopped(first, log)
         first.wait(timeout=60)
         time.sleep(max(0.0, killed_at + RELAUNCH_S - time.time()))
         retry = launch({})
