@@ -2,28 +2,37 @@
 
 :func:`add_arguments` declares the options on the subcommand's parser;
 :func:`main` turns ``args`` and the frozen config into :class:`CompactOptions`
-(an option given on the command line wins over ``[compaction]`` in the config), starts
-Spark, runs one compaction, prints the summary and returns the exit code (0: done, 1: some
-files had problems and were left alone). Errors of the protocol or the store propagate.
+(an option given on the command line wins over ``[compaction]`` in the config), finishes
+the swaps a crashed run left where that needs no Spark (:mod:`.compaction.before_spark`:
+seconds instead of a Spark start), starts Spark, runs one compaction, prints the summary
+and returns the exit code (0: done, 1: some files had problems and were left alone).
+Errors of the protocol or the store propagate.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 from dataclasses import replace
 from typing import Any
 
+from garmexport.compaction.before_spark import finish_swaps
 from garmexport.compaction.fs import open_fs
+from garmexport.compaction.recover import Recovered
 from garmexport.storage.hadoop_uri import spark_root
+from garmexport.storage.options import from_output
 from garmexport.storage.root_check import SETTING, require
-from garmexport.compaction.job import CompactOptions, run
+from garmexport.compaction.job import CompactOptions, Summary, run
 from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
 from garmexport.compaction.spark_logs import LEVELS
 from garmexport.errors import ConfigError
 from garmexport.hive.tables import TableNaming
+from garmexport.observe.logs import log_event
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,15 +113,22 @@ def main(args: argparse.Namespace, config: Any) -> int:
                      if hadoop_root else (SETTING, config.output.root))
     if opts.root_uri.startswith("file://"):
         require(open_fs(None, opts.root_uri).root_state(), root, setting)
+    metastore_uri = _opt(args, "metastore_uri", config.hive.metastore_uri)
+    early = Recovered(0, 0)
+    if not opts.dry_run:  # a crashed run's swap first: readers wait for it, not for Spark
+        early = finish_swaps(opts.root_uri, config.output.root, from_output(config.output),
+                             metastore_uri if opts.hive else "", config.hive.timeout_s,
+                             opts.tables, opts.lease_wait_s, int(time.time() * 1000))
+    started = time.monotonic()
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
-                          _opt(args, "metastore_uri", config.hive.metastore_uri),
-                          spark_conf(args), log_level=_opt(
+                          metastore_uri, spark_conf(args), log_level=_opt(
                               args, "spark_log_level", config.compaction.spark_log_level))
+    log_event(log, "compaction_spark_ready", seconds=round(time.monotonic() - started, 1))
     try:
         fs = open_fs(spark, opts.root_uri)
         require(fs.root_state(), root, setting)
-        summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: run(
-            spark, fs, opts, int(time.time() * 1000)))
+        summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: counted(
+            run(spark, fs, opts, int(time.time() * 1000)), early))
         if getattr(args, "show_counts", False) and opts.hive:
             print_counts(spark, opts.tables.database, config.log.format == "json")
     finally:
@@ -125,6 +141,13 @@ def main(args: argparse.Namespace, config: Any) -> int:
             print(f"left alone: {problem}")
         print(summary.line(opts.dry_run))
     return 1 if summary.problems else 0
+
+
+def counted(summary: Summary, early: Recovered) -> Summary:
+    """``summary`` with the swaps recovered before Spark started counted in."""
+    summary.rolled_forward += early.rolled_forward
+    summary.rolled_back += early.rolled_back
+    return summary
 
 
 def print_counts(spark: Any, database: str, as_json: bool = False) -> None:

@@ -10,7 +10,7 @@ swap with a view cannot be finished without it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from garmexport.compaction.fs import FileOps
@@ -85,6 +85,33 @@ class Recovered:
     rolled_back: int
 
 
+def _day_dirs(fs: FileOps) -> Iterator[tuple[str, str, str]]:
+    """(output, day, dir) of every day directory under ``_compaction/``."""
+    for out in fs.list(COMPACTION_DIR):
+        for d in fs.list(f"{COMPACTION_DIR}/{out.name}"):
+            day = parse_day_dir(d.name)
+            if day is not None:
+                yield out.name, day, f"{COMPACTION_DIR}/{out.name}/{d.name}"
+
+
+def _journals_in(fs: FileOps, base: str) -> list[Journal]:
+    journals = []
+    for e in sorted(fs.list(base), key=lambda e: e.name):
+        if e.is_dir or parse_journal(e.name) is None:
+            continue
+        try:
+            journals.append(Journal.from_json(fs.read(f"{base}/{e.name}")))
+        except (ValueError, KeyError) as exc:
+            raise ProtocolViolation(f"unreadable compaction journal {base}/{e.name}: "
+                                    f"{exc}") from exc
+    return journals
+
+
+def committed(fs: FileOps) -> list[Journal]:
+    """Every journal under the root: the committed swaps a crashed run left unfinished."""
+    return [j for _, _, base in _day_dirs(fs) for j in _journals_in(fs, base)]
+
+
 def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0) -> Recovered:
     """Finish every committed swap and undo every uncommitted one under the root.
 
@@ -92,28 +119,16 @@ def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0) ->
     taken for a crashed run's, and deleted.
     """
     forward = back = 0
-    for out in fs.list(COMPACTION_DIR):
-        for d in fs.list(f"{COMPACTION_DIR}/{out.name}"):
-            day = parse_day_dir(d.name)
-            if day is None:
-                continue
-            base = f"{COMPACTION_DIR}/{out.name}/{d.name}"
-            for e in sorted(fs.list(base), key=lambda e: e.name):
-                if e.is_dir or parse_journal(e.name) is None:
-                    continue
-                try:
-                    journal = Journal.from_json(fs.read(f"{base}/{e.name}"))
-                except (ValueError, KeyError) as exc:
-                    raise ProtocolViolation(f"unreadable compaction journal {base}/{e.name}: "
-                                            f"{exc}") from exc
-                finish(fs, journal, locator=locator, now_ms=now_ms)
-                forward += 1
-                log_event(log, "compaction_rolled_forward", output=out.name, day=day,
-                          generation=journal.generation)
-            for e in fs.list(base):  # staging dirs with no journal, journal temp files
-                (fs.delete_tree if e.is_dir else fs.delete)(f"{base}/{e.name}")
-                back += e.is_dir
-                if e.is_dir:
-                    log_event(log, "compaction_rolled_back", output=out.name, day=day,
-                              staging=e.name)
+    for output, day, base in _day_dirs(fs):
+        for journal in _journals_in(fs, base):
+            finish(fs, journal, locator=locator, now_ms=now_ms)
+            forward += 1
+            log_event(log, "compaction_rolled_forward", output=output, day=day,
+                      generation=journal.generation)
+        for e in fs.list(base):  # staging dirs with no journal, journal temp files
+            (fs.delete_tree if e.is_dir else fs.delete)(f"{base}/{e.name}")
+            back += e.is_dir
+            if e.is_dir:
+                log_event(log, "compaction_rolled_back", output=output, day=day,
+                          staging=e.name)
     return Recovered(forward, back)

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -64,7 +65,10 @@ from dataclasses import dataclass
 from garmexport.compaction.names import is_hidden
 from garmexport.errors import ProtocolViolation
 
-CRASH_ENV = "GARMEXPORT_COMPACT_CRASH_AT"
+CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejects unknown ones
+#: when set too, the crash point stops the process (SIGSTOP) instead of exiting, so that a
+#: test can SIGKILL its whole process group (the Spark JVM included) from outside
+CRASH_STOP_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_STOP"
 #: crash points, in the order a swap with a view reaches them: "before-journal",
 #: "after-journal", "mid-view", "after-view", "after-flip", "mid-publish", "after-publish",
 #: "mid-delete", "after-delete", "after-unflip" (a swap without a view skips the view and
@@ -240,8 +244,15 @@ def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: 
 
 
 def crash_point(step: str) -> None:
-    """Test hook: die like SIGKILL at ``step`` when GARMEXPORT_COMPACT_CRASH_AT names it."""
+    """Test hook: die like SIGKILL at ``step`` when TEST_GARMEXPORT_COMPACT_CRASH_AT names it;
+    with TEST_GARMEXPORT_COMPACT_CRASH_STOP set, stop there first and die only if continued.
+
+    An exit from inside is not a kill from outside (the JVM child outlives it, nothing
+    else is cut off): stopping lets a test deliver the real SIGKILL to the process group.
+    """
     if os.environ.get(CRASH_ENV) == step:
+        if os.environ.get(CRASH_STOP_ENV):
+            os.kill(os.getpid(), signal.SIGSTOP)
         os._exit(137)
 
 

@@ -3,8 +3,13 @@
 Client library: the thrift bindings that ``pymetastore`` ships (generated from Hive's
 ``hive_metastore.thrift``) over the ``thrift`` runtime. Its high-level API is read-only, so
 only the generated ``ThriftHiveMetastore.Client`` and ``ttypes`` are used. The calls here
-(get/create database and table, alter_table, add_partitions_req) exist unchanged since
-Hive 0.13, so they work against the 2.3 metastore that pip's pyspark ships and newer ones.
+(get/create database and table, alter_table, add_partitions_req, get_partition,
+alter_partition) exist unchanged since Hive 0.13, so they work against the 2.3 metastore
+that pip's pyspark ships and newer ones.
+
+Besides registration, :meth:`Metastore.locate` makes compaction's partition flips
+(:mod:`garmexport.compaction.swap`) without Spark, so that a retried run finishes a
+crashed swap before its Spark session exists (:mod:`garmexport.compaction.before_spark`).
 
 Every call raises :class:`garmexport.errors.MetastoreError` on any failure (connection,
 timeout, a metastore exception): the caller backs off and retries the whole round, which
@@ -134,6 +139,37 @@ class Metastore:
             c.add_partitions_req(t.AddPartitionsRequest(database, table, parts,
                                                         ifNotExists=True, needResult=False))
         self._call(f"add partitions to {database}.{table}", run)
+
+    def locate(self, database: str, table: str, day: str, location: str) -> bool:
+        """Point the day's partition at ``location`` (one ``alter_partition`` call, made only
+        when it points elsewhere), adding the partition there if missing; False (nothing
+        done) when the table does not exist, as :func:`garmexport.compaction.hive.locate`.
+        """
+        def run(c, t):  # noqa: ANN001, ANN202
+            try:
+                tbl = c.get_table(database, table)
+            except t.NoSuchObjectException:
+                return False
+            cols = [(f.name, f.type) for f in tbl.sd.cols]
+            c.add_partitions_req(t.AddPartitionsRequest(
+                database, table, [t.Partition(values=[day], dbName=database, tableName=table,
+                                              sd=_storage(t, cols, location), parameters={})],
+                ifNotExists=True, needResult=False))
+            part = c.get_partition(database, table, [day])
+            if part.sd.location != location:
+                part.sd.location = location
+                c.alter_partition(database, table, part)
+            return True
+        return bool(self._call(f"locate {database}.{table} day={day}", run))
+
+    def partition_location(self, database: str, table: str, day: str) -> str | None:
+        """Where the day's partition points, or None if it (or the table) does not exist."""
+        def run(c, t):  # noqa: ANN001, ANN202
+            try:
+                return c.get_partition(database, table, [day]).sd.location
+            except t.NoSuchObjectException:
+                return None
+        return self._call(f"get partition {database}.{table} day={day}", run)
 
     def partition_days(self, database: str, table: str) -> list[str]:
         """Days registered for the table (for tests and operators)."""
