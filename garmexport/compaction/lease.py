@@ -14,8 +14,12 @@ The lease belongs to the owner of the highest k while its expiry is ahead.
   k+1 -- of several runs racing for k+1 exactly one rename succeeds, the others re-list;
 - renew every ``renew_s``: if a higher k exists the lease was taken over (this run stalled
   past its expiry) and :meth:`Lease.check` raises :class:`LeaseLost` before the next
-  commit; else the file is rewritten with a new expiry ``lease_s`` ahead;
-- release: rewrite the own file as expired. It is never deleted while it is the highest,
+  commit; else the holder creates k+1 with a new expiry ``lease_s`` ahead (the same
+  create-if-absent rename), then deletes k. A lease file is never replaced: on HDFS and
+  object stores a replacement is a delete and a rename, and for that instant the lease
+  would be missing and another run could take it. If the rename loses (another run
+  created k+1 after this one's lease expired), the lease is lost;
+- release: create k+1 already expired, the same way. The highest file is never deleted,
   so k only grows and a stalled holder can never mistake a newer lease for its own; the
   next taker deletes the older files. A killed run's file expires ``lease_s`` after its
   last renewal, so a retried run starts recovery that much later.
@@ -126,14 +130,8 @@ class Lease:
             other = blocked_by(holder, self.owner, self._clock_ms())
             if other is None:
                 k = 1 + (holder.k if holder else 0)
-                tmp = f"{LEASE_DIR}/.{self.owner}.tmp"
-                self._fs.write(tmp, self._doc())
-                try:
-                    self._fs.rename(tmp, f"{LEASE_DIR}/{lease_name(k)}")
-                except StorageError:
-                    self._fs.delete(tmp)  # another run took k first: look again
-                    continue
-                self.k = k
+                if not self._create(k, self._doc()):
+                    continue  # another run took k first: look again
                 for old in self._read():
                     if old < k:
                         self._fs.delete(f"{LEASE_DIR}/{lease_name(old)}")
@@ -153,11 +151,9 @@ class Lease:
         raises)."""
         if self.k is None or self._lost:
             return
-        if not self._still_mine():
+        if not self._still_mine() or not self._advance(self._doc()):
             log_event(log, "compaction_lease_lost", level=logging.ERROR, owner=self.owner,
                       detail=self._lost)
-            return
-        self._fs.write(f"{LEASE_DIR}/{lease_name(self.k)}", self._doc())
 
     def check(self) -> None:
         """Raise LeaseLost if the lease is no longer this run's."""
@@ -169,8 +165,32 @@ class Lease:
         if self._thread is not None:
             self._thread.join(self._renew_s + 5)
         if self.k is not None and not self._lost and self._still_mine():
-            self._fs.write(f"{LEASE_DIR}/{lease_name(self.k)}", self._doc(expires_at_ms=0))
+            self._advance(self._doc(expires_at_ms=0))
         self.k = None
+
+    def _create(self, k: int, doc: bytes) -> bool:
+        """Create lease ``k`` with ``doc`` unless it exists (then False); on success it is
+        this run's lease."""
+        tmp = f"{LEASE_DIR}/.{self.owner}.tmp"
+        self._fs.write(tmp, doc)
+        try:
+            self._fs.rename(tmp, f"{LEASE_DIR}/{lease_name(k)}")
+        except StorageError:
+            self._fs.delete(tmp)
+            return False
+        self.k = k
+        return True
+
+    def _advance(self, doc: bytes) -> bool:
+        """Move the own lease k to k+1 with ``doc``, then delete k; False (the lease is
+        lost) if another run created k+1 first."""
+        held = self.k
+        assert held is not None
+        if not self._create(held + 1, doc):
+            self._lost = f"lease {held + 1} was created by another run"
+            return False
+        self._fs.delete(f"{LEASE_DIR}/{lease_name(held)}")
+        return True
 
     def _renew_loop(self) -> None:
         while not self._stop.wait(self._renew_s):

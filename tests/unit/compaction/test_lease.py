@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from garmexport.compaction.fs import LocalFs
-from garmexport.compaction.lease import Holder, Lease, blocked_by, current
+from garmexport.compaction.lease import Holder, Lease, blocked_by, current, lease_name, parse_lease
 from garmexport.compaction.names import LEASE_DIR
 from garmexport.errors import LeaseLost
 
@@ -55,12 +55,50 @@ def test_a_second_run_waits_for_a_live_holder_then_gives_up(tmp_path) -> None:
         second.acquire(60)
     assert len(renewals) >= 59
     first.check()
-    first.release()
+    renewed_to = first.k
+    assert renewed_to == 1 + len(renewals)  # each renewal is the next number
+    first.release()  # one more number, already expired
     second.acquire(0)
     second.check()
-    # k only grows: a stalled holder of 1 can never take a newer lease for its own
+    # k only grows: a stalled holder of an older k can never take a newer lease for its own
     assert [e.name for e in fs.list(LEASE_DIR) if not e.name.startswith(".")] == [
-        "0000000002.json"]
+        lease_name(renewed_to + 2)]
+
+
+class NoReplace(LocalFs):
+    """A store where replacing a file is a delete then a rename (HDFS, object stores):
+    writing over an existing lease file fails the test, as that instant without the file
+    would let another run take the lease."""
+
+    def write(self, path: str, data: bytes) -> None:
+        name = path.rpartition("/")[2]
+        if parse_lease(name) is not None and any(e.name == name for e in self.list(LEASE_DIR)):
+            raise AssertionError(f"lease file {name} replaced")
+        super().write(path, data)
+
+
+def test_renewal_and_release_never_replace_a_lease_file(tmp_path) -> None:
+    fs, clock = NoReplace(str(tmp_path)), Clock()
+    held = lease(fs, clock, "held")
+    held.acquire(0)
+    for _ in range(3):
+        clock.ms += 5_000
+        held.renew()
+    held.check()
+    held.release()
+    lease(fs, clock, "next").acquire(0)
+
+
+def test_a_renewal_that_loses_the_race_for_the_next_number_loses_the_lease(tmp_path) -> None:
+    fs, clock = LocalFs(str(tmp_path)), Clock()
+    late = lease(fs, clock, "late")
+    late.acquire(0)
+    clock.ms += 21_000  # expired: another run creates the next number
+    lease(fs, clock, "other").acquire(0)
+    late._still_mine = lambda: True  # type: ignore[method-assign] # it read just before
+    late.renew()
+    with pytest.raises(LeaseLost, match="created by another run"):
+        late.check()
 
 
 def test_a_killed_holder_is_taken_over_once_its_lease_expires(tmp_path) -> None:
