@@ -19,7 +19,7 @@ follow an event from Kafka to a published file:
 5. ``hive``: the Hive table definitions, the metastore client, partition registration.
 6. ``pipeline``: the exporter as plain classes: ``router``, ``reader``, ``origin_writer``,
    ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``,
-   ``writer_lanes`` (the threads that run the writers' work).
+   ``work_lanes`` (the threads that run the writers' work).
    ``compaction`` stands beside it: the PySpark job over closed days.
 7. ``actors``: the thespian shells and the composition root (``exporter_parts``);
    ``instance``: the supervisor of an instance's reader processes (``actors.parallelism``);

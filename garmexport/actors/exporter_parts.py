@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.actors.actor_support import storage_for
-from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
+from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
 from garmexport.settings.config import Config
 from garmexport.errors import ConfigError
 from garmexport.observe.health import Health, HealthServer, serve, write_port_file
@@ -50,7 +50,7 @@ class ExporterParts:
     server: HealthServer
     storage: Storage
     backoff: Backoff  # one per store and process, shared by every writer
-    pool: WriterPool  # runs the writers' messages on actors.cores threads
+    pool: WorkPool  # runs the writers' messages on actors.cores threads
     reader: Reader
     source: KafkaSource
     registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
@@ -81,7 +81,8 @@ def assemble(
     storage = storage_for(config, instance)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
-    pool = WriterPool(config.actors.writer_threads())
+    pool = WorkPool(config.actors.worker_threads())
+    # the event keeps its name of earlier releases: operators and dashboards read it
     log_event(log, "writer_threads", threads=pool.threads)
     registrar = start_registrar(config, metrics)
     reader = Reader(config, instance, storage, metrics, send, kafka,

@@ -3,10 +3,10 @@
 A thin shell around :class:`garmexport.pipeline.reader.Reader`. Polls run from ``wakeupAfter``
 (thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
 a second timer drives age flushes, markers, heartbeats, metrics and liveness. Its parts
-(metrics, health server, store, back-off, writer pool, Reader, Kafka source) are built in
+(metrics, health server, store, back-off, work pool, Reader, Kafka source) are built in
 one place, :func:`garmexport.actors.exporter_parts.assemble`, when it starts.
 
-Writers run their messages on the pool's threads (:mod:`garmexport.pipeline.writer_lanes`),
+Writers run their messages on the pool's threads (:mod:`garmexport.pipeline.work_lanes`),
 and their reports come back through the pool: the reader takes them before every poll and
 every tick, on its own thread, so the Reader's state is only ever touched here. While the
 lanes hold more than an eighth of ``writer.max_buffered_bytes`` of batches, the reader
@@ -31,7 +31,7 @@ from garmexport.pipeline.messages import (
     Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
 )
 from garmexport.actors.writer_actor import WriterActor
-from garmexport.pipeline.writer_lanes import WriterPool
+from garmexport.pipeline.work_lanes import WorkPool
 
 log = logging.getLogger(__name__)
 POLL, TICK = "poll", "tick"
@@ -45,7 +45,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.exporter = None
         self.source: KafkaSource | None = None
         self.server = None
-        self.pool: WriterPool | None = None
+        self.pool: WorkPool | None = None
         self.registrar = None
         self.stopping: str | None = None
         self.stop_deadline = 0.0

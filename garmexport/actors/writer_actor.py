@@ -1,6 +1,6 @@
 """The writer actor of one (origin, partition): a thin shell around OriginWriter.
 
-It hands every message to its lane (:mod:`garmexport.pipeline.writer_lanes`), where a pool
+It hands every message to its lane (:mod:`garmexport.pipeline.work_lanes`), where a pool
 thread calls :meth:`OriginWriter.handle`, in the order the messages came; the reports go
 back to the reader through the pool, not through this actor. The ``where`` of each handler
 names the message in a failure report.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from thespian.actors import ActorTypeDispatcher
 
 from garmexport.actors.actor_support import escalating
-from garmexport.pipeline.writer_lanes import Lane, WriterPool
+from garmexport.pipeline.work_lanes import Lane, WorkPool
 from garmexport.pipeline.messages import (
     Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick, WriterMessage,
 )
@@ -30,8 +30,8 @@ class WriterActor(ActorTypeDispatcher):
         writer = OriginWriter(msg.config, msg.storage, msg.origin, msg.partition,  # type: ignore[arg-type]
                               backoff=msg.backoff)  # type: ignore[arg-type]
         pool = msg.pool
-        if not isinstance(pool, WriterPool):
-            raise TypeError(f"StartWriter needs a WriterPool, got {type(pool).__name__}")
+        if not isinstance(pool, WorkPool):
+            raise TypeError(f"StartWriter needs a WorkPool, got {type(pool).__name__}")
         self.lane = pool.lane(f"{msg.origin}/{msg.partition}", writer.handle)
 
     def _handle(self, msg: WriterMessage) -> None:

@@ -34,7 +34,7 @@ class Flusher:
                  kafka: KafkaPort, queued_bytes: Callable[[], int]) -> None:
         self._w, self._send, self._kafka = config, send, kafka
         #: bytes of batches sent to writers that they have not handled yet (held in their
-        #: lanes, pipeline.writer_lanes): memory the budget counts like gathered records
+        #: lanes, pipeline.work_lanes): memory the budget counts like gathered records
         self._queued_bytes = queued_bytes
 
     def _ensure_writer(self, a: Assigned, origin: str, p: int) -> None:

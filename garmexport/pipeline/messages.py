@@ -90,7 +90,7 @@ class StartWriter:
     #: values, as the actors run in one process (like StartReader.source)
     storage: object
     backoff: object
-    #: the pipeline.writer_lanes.WriterPool whose threads run this writer's messages
+    #: the pipeline.work_lanes.WorkPool whose threads run this writer's messages
     pool: object = None
 
 

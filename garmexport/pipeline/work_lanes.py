@@ -4,14 +4,14 @@ The in-process actor system runs every actor in one thread, so without this an i
 uses one core. A writer's work is mostly native code that releases the GIL (the upb check,
 ptars, Arrow compute, Parquet encoding, zstd, the store's writes and fsyncs; DESIGN.md 9),
 so a writer actor hands each message to its *lane* and returns at once, and the
-:class:`WriterPool`'s threads run the lanes while the reader's thread polls and routes.
+:class:`WorkPool`'s threads run the lanes while the reader's thread polls and routes.
 
 What the commit protocol sees does not change (DESIGN.md 9.6):
 
 - A lane runs its writer's messages one at a time, in the order the reader sent them, so a
   writer's state, its chains and the order of its publishes are exactly as before; only
   *when* a message runs moves.
-- The writer's reports (one per message, as before) come back through :attr:`WriterPool.done`
+- The writer's reports (one per message, as before) come back through :attr:`WorkPool.done`
   in the order they were made; the reader actor takes them from there on its thread and
   moves W from them alone. Work still in a lane is in flight for the ledger, as a batch in
   an actor's queue always was, so a crash with work anywhere in a lane loses nothing the
@@ -22,12 +22,12 @@ What the commit protocol sees does not change (DESIGN.md 9.6):
 - An exception in a lane is turned into a :class:`Failure` on the same queue, and the lane
   takes nothing more: the process exits as if the actor had raised.
 
-Liveness: :meth:`WriterPool.running_since` names the message that has run longest (a
+Liveness: :meth:`WorkPool.running_since` names the message that has run longest (a
 publish held up by a store that does not answer, say); the reader reports it as a stall, so
 ``/health/live`` fails once one message has run for longer than the live timeout, as it
 did when a stuck writer held up the actor system's one thread.
 
-Memory: a batch in a lane counts in :attr:`WriterPool.queued_bytes` until its writer has
+Memory: a batch in a lane counts in :attr:`WorkPool.queued_bytes` until its writer has
 handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
 while it is above an eighth of it.
 """
@@ -52,14 +52,14 @@ Handler = Callable[[WriterMessage], "WriterReport | None"]
 Outcome = WriterReport | Failure
 
 
-class WriterPool:
+class WorkPool:
     """``threads`` daemon threads running the lanes that have work, each lane by one
     thread at a time. Daemon threads: a process that exits does not wait for a publish
     that its store holds up (the protocol makes an unfinished publish harmless)."""
 
     def __init__(self, threads: int) -> None:
         if threads < 1:
-            raise ValueError(f"a writer pool needs at least one thread, got {threads}")
+            raise ValueError(f"a work pool needs at least one thread, got {threads}")
         self.threads = threads
         #: reports and failures, in the order they were made (per lane: message order)
         self.done: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
@@ -70,7 +70,7 @@ class WriterPool:
         self._closed = False
         #: lane -> (monotonic time its running message started, the message's kind)
         self._running: dict[Lane, tuple[float, str]] = {}
-        self._workers = [threading.Thread(target=self._work, name=f"garmexport-writer-{i}",
+        self._workers = [threading.Thread(target=self._work, name=f"garmexport-worker-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._workers:
             t.start()
@@ -134,7 +134,7 @@ class WriterPool:
 class Lane:
     """One writer's messages, run in order by the pool, one at a time."""
 
-    def __init__(self, pool: WriterPool, name: str, handle: Handler) -> None:
+    def __init__(self, pool: WorkPool, name: str, handle: Handler) -> None:
         self._pool, self.name, self._handle = pool, name, handle
         self._queue: deque[tuple[WriterMessage, int]] = deque()
         self._scheduled = False  # in the pool's ready queue or running
