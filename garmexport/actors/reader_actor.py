@@ -3,8 +3,9 @@
 A thin shell around :class:`garmexport.pipeline.reader.Reader`. Polls run from ``wakeupAfter``
 (thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
 a second timer drives age flushes, markers, heartbeats, metrics and liveness. Its parts
-(metrics, health server, store, back-off, work pool, Reader, Kafka source) are built in
-one place, :func:`garmexport.actors.exporter_parts.assemble`, when it starts.
+(metrics, health server, the writers' site of store, back-off and work pool, Reader, Kafka
+source) are built in one place, :func:`garmexport.actors.exporter_parts.assemble`, when it
+starts.
 
 Writers run their messages on the pool's threads (:mod:`garmexport.pipeline.work_lanes`),
 and their reports come back through the pool: the reader takes them before every poll and
@@ -28,8 +29,9 @@ from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.pipeline.unfinished import Unfinished
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
-    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
+    Failure, ReaderStopped, StartReader, StopReader, WriterMessage, WriterReport,
 )
+from garmexport.pipeline.writer_site import StartWriter
 from garmexport.actors.writer_actor import WriterActor
 from garmexport.pipeline.work_lanes import WorkPool
 
@@ -60,8 +62,7 @@ class ReaderActor(ActorTypeDispatcher):
         source = msg.source if isinstance(msg.source, KafkaSource) else None
         parts = assemble(self.cfg, self.instance, self._to_writer, _Port(self), self._assigned, source)
         self.registry, self.metrics, self.health = parts.registry, parts.metrics, parts.health
-        self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
-        self.pool = parts.pool
+        self.server, self.site, self.pool = parts.server, parts.site, parts.site.pool
         #: lanes may hold this many bytes of batches before the reader stops polling
         self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
         self.reader, self.source = parts.reader, parts.source
@@ -86,7 +87,7 @@ class ReaderActor(ActorTypeDispatcher):
         if addr is None:
             addr = self.writers[key] = self.createActor(WriterActor)
             self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter,
-                                        self.storage, self.backoff, self.pool))
+                                        self.site))
         self.send(addr, msg)
 
     @escalating("reader wakeup")

@@ -11,10 +11,11 @@ from __future__ import annotations
 from thespian.actors import ActorTypeDispatcher
 
 from garmexport.actors.actor_support import escalating
-from garmexport.pipeline.work_lanes import Lane, WorkPool
+from garmexport.pipeline.work_lanes import Lane
 from garmexport.pipeline.messages import (
-    Batch, DropOpen, FlushOpen, ResetWriter, StartWriter, Tick, WriterMessage,
+    Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterMessage,
 )
+from garmexport.pipeline.writer_site import StartWriter
 from garmexport.pipeline.origin_writer import OriginWriter
 
 
@@ -27,12 +28,10 @@ class WriterActor(ActorTypeDispatcher):
     @escalating("writer start")
     def receiveMsg_StartWriter(self, msg: StartWriter, sender: object) -> None:
         self.exporter = msg.exporter
-        writer = OriginWriter(msg.config, msg.storage, msg.origin, msg.partition,  # type: ignore[arg-type]
-                              backoff=msg.backoff)  # type: ignore[arg-type]
-        pool = msg.pool
-        if not isinstance(pool, WorkPool):
-            raise TypeError(f"StartWriter needs a WorkPool, got {type(pool).__name__}")
-        self.lane = pool.lane(f"{msg.origin}/{msg.partition}", writer.handle)
+        site = msg.site
+        writer = OriginWriter(msg.config, site.storage, msg.origin, msg.partition,
+                              backoff=site.backoff)
+        self.lane = site.pool.lane(f"{msg.origin}/{msg.partition}", writer.handle)
 
     def _handle(self, msg: WriterMessage) -> None:
         if self.lane is None:

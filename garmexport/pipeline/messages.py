@@ -2,8 +2,11 @@
 
 They hold only primitive values and pickle, as thespian requires of messages (the
 in-process base passes them by reference, which would hide a message that does not
-pickle). A batch of records is one message; no message carries one event.
-Errors travel as traceback text, never as exception objects.
+pickle). Two start messages are exceptions, named where they are: they hand an actor live
+parts of its process once (the subscribed Kafka source, the forced stop's snapshot). A
+writer's start, which hands it the store, back-off and pool every writer shares, is
+``StartWriter`` in :mod:`garmexport.pipeline.writer_site`, with the typed parts it carries.
+A batch of records is one message; no message carries one event. Errors travel as traceback text, never as exception objects.
 """
 
 from __future__ import annotations
@@ -78,22 +81,7 @@ class StartReader:
     unfinished: object = None  # see StartExport
 
 
-# reader -> writer
-@dataclass(frozen=True)
-class StartWriter:
-    config: Config
-    instance: str
-    origin: str
-    partition: int
-    exporter: object
-    #: the reader's Storage and the Backoff all writers of it share: objects, not
-    #: values, as the actors run in one process (like StartReader.source)
-    storage: object
-    backoff: object
-    #: the pipeline.work_lanes.WorkPool whose threads run this writer's messages
-    pool: object = None
-
-
+# reader -> writer (StartWriter, which carries live parts, is in pipeline.writer_site)
 @dataclass(frozen=True)
 class ResetWriter:
     """(Re)start the writer at a resume state; batches of older epochs are ignored."""
