@@ -143,7 +143,8 @@ class DropOpen:
 
 
 # writer -> reader
-#: what the reader sends a writer after its StartWriter: each is one call of OriginWriter.handle
+#: what the reader sends a writer after its StartWriter: each is one call of OriginWriter.handle,
+#: if the writer actor's gate lets it into the lane (pipeline.writer_gate)
 WriterMessage = ResetWriter | Batch | Tick | FlushOpen | DropOpen
 
 

@@ -16,9 +16,9 @@ What the commit protocol sees does not change (DESIGN.md 9.6):
   moves W from them alone. Work still in a lane is in flight for the ledger, as a batch in
   an actor's queue always was, so a crash with work anywhere in a lane loses nothing the
   output promised.
-- ``DropOpen`` cancels the messages of its lane that have not started: they belong to an
-  epoch the reader has already forgotten (their records are read again by whoever owns the
-  partition next), and running them would only publish what fencing then refuses.
+- What enters a lane is the writer actor's decision (:mod:`garmexport.pipeline.writer_gate`):
+  on a ``DropOpen`` it cancels the messages of its lane that have not started
+  (:meth:`Lane.cancel_waiting`); a lane runs what it is given.
 - An exception in a lane is turned into a :class:`Failure` on the same queue, and the lane
   takes nothing more: the process exits as if the actor had raised.
 
@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import Callable
 
 from garmexport.pipeline.crash_points import QUEUED, WORKER, crash_at
-from garmexport.pipeline.messages import Batch, DropOpen, Failure, WriterMessage, WriterReport
+from garmexport.pipeline.messages import Batch, Failure, WriterMessage, WriterReport
 from garmexport.protocol.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -146,8 +146,6 @@ class Lane:
         with pool._lock:
             if self._broken or pool._closed:
                 return
-            if isinstance(msg, DropOpen):
-                self._cancel_waiting()  # of forgotten epochs: see the module doc
             self._queue.append((msg, nbytes))
             pool._jobs += 1
             pool._queued_bytes += nbytes
@@ -157,6 +155,11 @@ class Lane:
                 pool._ready.put(self)
         if isinstance(msg, Batch) and waiting > 1:
             crash_at(QUEUED)  # TEST ONLY: a batch waits between the reader and its writer
+
+    def cancel_waiting(self) -> None:
+        """Drop the messages that have not started (a running one runs to its end)."""
+        with self._pool._lock:
+            self._cancel_waiting()
 
     def run_next(self) -> None:
         """Run the oldest message (on a pool thread); put its outcome on ``pool.done``."""

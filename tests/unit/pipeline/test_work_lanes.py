@@ -79,7 +79,7 @@ def test_queued_bytes_count_batches_until_handled() -> None:
     pool.close()
 
 
-def test_a_drop_cancels_what_has_not_started() -> None:
+def test_cancel_waiting_drops_what_has_not_started() -> None:
     pool = WorkPool(1)
     started, release = threading.Event(), threading.Event()
     seen: list = []
@@ -96,6 +96,7 @@ def test_a_drop_cancels_what_has_not_started() -> None:
     assert started.wait(5)
     lane.submit(batch(1, 2, size=50))
     lane.submit(Tick(1))
+    lane.cancel_waiting()  # what the writer actor does on a DropOpen (writer_gate)
     lane.submit(DropOpen(1))
     assert pool.queued_bytes == 10  # the waiting batch is gone; the running one counts
     release.set()
@@ -173,3 +174,4 @@ def test_running_since_names_the_longest_running_message_until_it_ends() -> None
         time.sleep(0.005)
     assert pool.running_since() is None
     pool.close()
+
