@@ -338,6 +338,18 @@ class Reader:
         a = self.assigned.get(partition)
         return None if a is None else a.ledger.seek_position()
 
+    def update_lag(self, partition: int, high_watermark: int | None) -> None:
+        """Set the partition's lag in offsets and in seconds, from the seek position and
+        ``high_watermark`` (the next offset the broker will write, as the consumer last
+        saw it; None: not known yet)."""
+        position = self.seek_position(partition)
+        topic = self.cfg.source.topic
+        if position is not None and high_watermark is not None:
+            self.metrics.set_lag(topic, partition, high_watermark, position)
+        oldest = self.oldest_waiting(partition, high_watermark)
+        if oldest is not None:
+            self.metrics.set_lag_time(topic, partition, *oldest)
+
     def oldest_waiting(self, partition: int, high_watermark: int | None) -> tuple[bool, int] | None:
         """For the lag in seconds (lag_time): whether records wait past the committed
         position, and the Kafka time (ms) of the record at that position; None when the

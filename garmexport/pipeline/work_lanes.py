@@ -52,6 +52,15 @@ Handler = Callable[[WriterMessage], "WriterReport | None"]
 Outcome = WriterReport | Failure
 
 
+def until_failure(outcomes: list[Outcome]) -> tuple[list[WriterReport], Failure | None]:
+    """The reports before the first failure, and that failure (None if none): what came
+    after a failure is not applied, as the process stops."""
+    for i, outcome in enumerate(outcomes):
+        if isinstance(outcome, Failure):
+            return outcomes[:i], outcome  # type: ignore[return-value]
+    return outcomes, None  # type: ignore[return-value]
+
+
 class WorkPool:
     """``threads`` daemon threads running the lanes that have work, each lane by one
     thread at a time. Daemon threads: a process that exits does not wait for a publish

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
+from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool, until_failure
 from garmexport.pipeline.messages import Batch, DropOpen, Failure, Tick, WriterReport
 
 
@@ -175,3 +175,11 @@ def test_running_since_names_the_longest_running_message_until_it_ends() -> None
     assert pool.running_since() is None
     pool.close()
 
+
+def test_reports_after_a_failure_are_not_applied() -> None:
+    a, b, c = report("a", 1), report("b", 2), report("c", 3)
+    failure = Failure("writer b/2", "Traceback ...", "RuntimeError: x")
+    assert until_failure([a, b]) == ([a, b], None)
+    assert until_failure([a, failure, c]) == ([a], failure)
+    assert until_failure([failure]) == ([], failure)
+    assert until_failure([]) == ([], None)
