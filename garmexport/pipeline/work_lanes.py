@@ -29,7 +29,7 @@ did when a stuck writer held up the actor system's one thread.
 
 Memory: a batch in a lane counts in :attr:`WorkPool.queued_bytes` until its writer has
 handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
-while it is above an eighth of it.
+while it is above an eighth of it (:mod:`garmexport.pipeline.poll_policy`).
 """
 
 from __future__ import annotations
