@@ -64,10 +64,9 @@ class ReaderActor(ActorTypeDispatcher):
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
         self.exporter, self.cfg, self.instance = msg.exporter, msg.config, msg.instance
         self.writers: dict[tuple[str, int], object] = {}
-        source = msg.source if isinstance(msg.source, KafkaSource) else None
         self.parts = assemble(self.cfg, self.instance, self._to_writer, _Port(self),
-                              self._assigned, source)
-        self.unfinished = msg.unfinished if isinstance(msg.unfinished, Unfinished) else Unfinished()
+                              self._assigned, msg.source)
+        self.unfinished = msg.unfinished if msg.unfinished is not None else Unfinished()
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
