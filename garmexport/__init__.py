@@ -19,9 +19,12 @@ follow an event from Kafka to a published file:
 5. ``hive``: the Hive table definitions, the metastore client, partition registration.
 6. ``pipeline``: the exporter as plain classes: ``router``, ``reader``, ``origin_writer``,
    ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``,
-   ``writer_lanes`` (the threads that run the writers' work).
+   ``work_lanes`` (the worker threads that run the writers' work), ``writer_site`` and
+   ``writer_gate`` (what a writer actor is built on and what it lets into its lane),
+   ``poll_policy`` (when the reader polls).
    ``compaction`` stands beside it: the PySpark job over closed days.
-7. ``actors``: the thespian shells and the composition root (``exporter_parts``);
+7. ``actors``: the thespian actors (each owns state and decides on it, DESIGN.md 7) and the
+   composition root (``exporter_parts``);
    ``instance``: the supervisor of an instance's reader processes (``actors.parallelism``);
    ``tools``: verify, offsets, the generator, the embedded broker.
 8. ``cli``: one module per ``garmexport`` command.

@@ -7,8 +7,9 @@ that runs the writers' work (``actors.cores``), the Hive partition registrar (wh
 metastore is configured), the :class:`~garmexport.pipeline.reader.Reader` that tells it what
 was published, and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
-:func:`assemble` when it starts and then only moves messages between the parts; writers get the
-store, the back-off and the pool in their ``StartWriter``.
+:func:`assemble` when it starts and holds the parts; writer actors get the store, the
+back-off and the pool as one :class:`~garmexport.pipeline.writer_site.WriterSite` in their
+``StartWriter``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.actors.actor_support import storage_for
-from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
+from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
+from garmexport.pipeline.writer_site import WriterSite
 from garmexport.settings.config import Config
 from garmexport.errors import ConfigError
 from garmexport.observe.health import Health, HealthServer, serve, write_port_file
@@ -30,9 +32,7 @@ from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import WriterMessage
 from garmexport.observe.metrics import Metrics
-from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.reader import KafkaPort, Reader
-from garmexport.storage.base import Storage
 
 log = logging.getLogger(__name__)
 #: temp files older than this belong to dead processes: a live one publishes a staged file
@@ -48,9 +48,9 @@ class ExporterParts:
     metrics: Metrics
     health: Health
     server: HealthServer
-    storage: Storage
-    backoff: Backoff  # one per store and process, shared by every writer
-    pool: WriterPool  # runs the writers' messages on actors.cores threads
+    #: the store, its one back-off and the work pool (actors.cores worker threads), shared
+    #: by every writer of the process
+    site: WriterSite
     reader: Reader
     source: KafkaSource
     registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
@@ -81,7 +81,8 @@ def assemble(
     storage = storage_for(config, instance)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
-    pool = WriterPool(config.actors.writer_threads())
+    pool = WorkPool(config.actors.worker_threads())
+    # the event keeps its name of earlier releases: operators and dashboards read it
     log_event(log, "writer_threads", threads=pool.threads)
     registrar = start_registrar(config, metrics)
     reader = Reader(config, instance, storage, metrics, send, kafka,
@@ -90,8 +91,8 @@ def assemble(
                                                                           reader.revoke)
     metrics.set_up(True)
     backoff = SharedBackoff(config.storage.retry_initial_s, config.storage.retry_max_s)
-    return ExporterParts(registry, metrics, health, server, storage, backoff, pool, reader,
-                         source, registrar)
+    return ExporterParts(registry, metrics, health, server, WriterSite(storage, backoff, pool),
+                         reader, source, registrar)
 
 
 def _serve(config: Config, registry: CollectorRegistry, health: Health) -> HealthServer:

@@ -1,16 +1,19 @@
 """The partition reader actor: owns the consumer, polls on a wakeup loop, feeds writers.
 
-A thin shell around :class:`garmexport.pipeline.reader.Reader`. Polls run from ``wakeupAfter``
-(thespian forbids blocking loops in handlers), each waiting at most ``poll_timeout_s``;
-a second timer drives age flushes, markers, heartbeats, metrics and liveness. Its parts
-(metrics, health server, store, back-off, writer pool, Reader, Kafka source) are built in
-one place, :func:`garmexport.actors.exporter_parts.assemble`, when it starts.
+A thin shell around :class:`garmexport.pipeline.reader.Reader`: it handles messages and
+runs two timers, and holds the parts :func:`garmexport.actors.exporter_parts.assemble`
+builds when it starts (metrics, health and its server, the writers' site, the Reader, the
+Kafka source, the Hive registrar). Polls run from ``wakeupAfter`` (thespian forbids
+blocking loops in handlers); a second timer drives age flushes, markers, heartbeats,
+metrics and liveness. The rules it follows live with their roles: when to poll and for how
+long (:mod:`garmexport.pipeline.poll_policy`), the lag (``Reader.update_lag``), what stalls
+the loop (:func:`garmexport.observe.health.stall_of`).
 
-Writers run their messages on the pool's threads (:mod:`garmexport.pipeline.writer_lanes`),
-and their reports come back through the pool: the reader takes them before every poll and
-every tick, on its own thread, so the Reader's state is only ever touched here. While the
-lanes hold more than an eighth of ``writer.max_buffered_bytes`` of batches, the reader
-waits for reports instead of polling.
+It creates one writer actor per (origin, partition) on the first message the Reader sends
+it, and hands it the writers' site. Writers run their messages on the work pool's threads
+(:mod:`garmexport.pipeline.work_lanes`), and their reports come back through the pool: the
+reader takes them before every poll and every tick, on its own thread, so the Reader's
+state is only ever touched here.
 """
 
 from __future__ import annotations
@@ -23,32 +26,35 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from garmexport.process import stop_signal
 from garmexport.actors.actor_support import escalating
-from garmexport.actors.exporter_parts import assemble
+from garmexport.actors.exporter_parts import ExporterParts, assemble
 from garmexport.pipeline.kafka_source import KafkaSource
-from garmexport.pipeline.unfinished import Unfinished
+from garmexport.observe.health import stall_of
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
-    Failure, ReaderStopped, StartReader, StartWriter, StopReader, WriterMessage, WriterReport,
+    ReaderStopped, StartReader, StopReader, WriterMessage,
 )
+from garmexport.pipeline.reader import Reader
+from garmexport.pipeline.poll_policy import SHORT_POLL_S, lanes_full, poll_timeout_s
+from garmexport.pipeline.work_lanes import until_failure
+from garmexport.pipeline.writer_site import StartWriter
 from garmexport.actors.writer_actor import WriterActor
-from garmexport.pipeline.writer_lanes import WriterPool
 
 log = logging.getLogger(__name__)
 POLL, TICK = "poll", "tick"
 TICK_S = 1.0
-SHORT_POLL_S = 0.05
 
 
 class ReaderActor(ActorTypeDispatcher):
     def __init__(self) -> None:
         super().__init__()
         self.exporter = None
-        self.source: KafkaSource | None = None
-        self.server = None
-        self.pool: WriterPool | None = None
-        self.registrar = None
+        self.parts: ExporterParts | None = None
+        self.closed = False
+        #: what is left to close, in order, once closing began
+        self._closing: list = []
         self.stopping: str | None = None
         self.stop_deadline = 0.0
+        #: seconds until a burst may end, as the last flush_idle said (None: no burst)
         self.idle_wait: float | None = None
         self.sent_to_writers = False
         #: (broker problem, why rejoining) as readiness last heard them
@@ -58,23 +64,20 @@ class ReaderActor(ActorTypeDispatcher):
     def receiveMsg_StartReader(self, msg: StartReader, sender: object) -> None:
         self.exporter, self.cfg, self.instance = msg.exporter, msg.config, msg.instance
         self.writers: dict[tuple[str, int], object] = {}
-        source = msg.source if isinstance(msg.source, KafkaSource) else None
-        parts = assemble(self.cfg, self.instance, self._to_writer, _Port(self), self._assigned, source)
-        self.registry, self.metrics, self.health = parts.registry, parts.metrics, parts.health
-        self.server, self.storage, self.backoff = parts.server, parts.storage, parts.backoff
-        self.pool = parts.pool
-        #: lanes may hold this many bytes of batches before the reader stops polling
-        self.lane_bytes_cap = max(1, self.cfg.writer.max_buffered_bytes // 8)
-        self.reader, self.source = parts.reader, parts.source
-        self.registrar = parts.registrar
-        if isinstance(msg.unfinished, Unfinished):
-            msg.unfinished.count_with(self.pool.open_files)
+        self.parts = assemble(self.cfg, self.instance, self._to_writer, _Port(self),
+                              self._assigned, msg.source)
+        if msg.unfinished is not None:
+            msg.unfinished.count_with(self.parts.site.pool.open_files)
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
+    @property
+    def reader(self) -> Reader:
+        return self.parts.reader  # type: ignore[union-attr]
+
     def _assigned(self, partitions: list[int]):  # noqa: ANN202
         seeks = self.reader.assign(partitions)
-        self.health.set_assignment(len(self.reader.assigned))
+        self.parts.health.set_assignment(len(self.reader.assigned))  # type: ignore[union-attr]
         for p in partitions:
             # both lags exist from the assignment on, from the watermarks the source
             # queried for it (no fetch of the new assignment has shown one yet)
@@ -88,7 +91,7 @@ class ReaderActor(ActorTypeDispatcher):
         if addr is None:
             addr = self.writers[key] = self.createActor(WriterActor)
             self.send(addr, StartWriter(self.cfg, self.instance, origin, partition, self.exporter,
-                                        self.storage, self.backoff, self.pool))
+                                        self.parts.site))  # type: ignore[union-attr]
         self.send(addr, msg)
 
     @escalating("reader wakeup")
@@ -101,14 +104,9 @@ class ReaderActor(ActorTypeDispatcher):
     def _take_reports(self, wait_s: float = 0.0) -> bool:
         """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
         for the first); False after a writer failed (the exporter is told)."""
-        outcomes = self.pool.wait(wait_s) if wait_s > 0 else self.pool.take()
-        reports: list[WriterReport] = []
-        failure: Failure | None = None
-        for outcome in outcomes:
-            if isinstance(outcome, Failure):
-                failure = outcome  # what came after it is not applied: the process stops
-                break
-            reports.append(outcome)
+        parts = self.parts
+        pool = parts.site.pool  # type: ignore[union-attr]
+        reports, failure = until_failure(pool.wait(wait_s) if wait_s > 0 else pool.take())
         if reports:
             self.reader.reports(reports)
         if failure is not None:
@@ -121,7 +119,7 @@ class ReaderActor(ActorTypeDispatcher):
         for p in partitions:
             self._update_lag(p)
         if partitions:
-            self.health.set_store_reachable(self.reader.store_ok)
+            parts.health.set_store_reachable(self.reader.store_ok)  # type: ignore[union-attr]
         return failure is None
 
     def _poll(self) -> None:
@@ -131,30 +129,24 @@ class ReaderActor(ActorTypeDispatcher):
             return
         if not self._take_reports():
             return
-        if self.pool.queued_bytes > self.lane_bytes_cap:
+        parts = self.parts
+        pool, source = parts.site.pool, parts.source  # type: ignore[union-attr]
+        w = self.cfg.writer
+        if lanes_full(pool.queued_bytes, w.max_buffered_bytes):
             # the writers are behind: wait for their reports rather than read more
             if self._take_reports(SHORT_POLL_S):
                 self.idle_wait = self.reader.flush_idle()
                 self.wakeupAfter(timedelta(0), POLL)
             return
-        w = self.cfg.writer
-        timeout = w.poll_timeout_s
-        if self.idle_wait is not None:
-            # no longer than until a burst may end, so a catch-up is published when it ends
-            timeout = min(timeout, max(self.idle_wait, 0.01))
-        if self.sent_to_writers or self.pool.busy:
-            # their reports wait for the end of this poll: a long poll on a quiet topic
-            # would hold back W, the lag and the markers. Not 0: a poll that returns at once
-            # takes only what librdkafka has queued so far, and many small batches cost
-            # more than a short wait.
-            timeout = min(timeout, SHORT_POLL_S)
+        timeout = poll_timeout_s(w.poll_timeout_s, self.idle_wait,
+                                 self.sent_to_writers or pool.busy)
         self.sent_to_writers = False
-        batches = self.source.poll(w.batch_max_records, timeout)  # type: ignore[union-attr]
-        kafka = (self.source.broker_problem, self.source.rejoining)  # type: ignore[union-attr]
+        batches = source.poll(w.batch_max_records, timeout)
+        kafka = (source.broker_problem, source.rejoining)
         if kafka != self.kafka_state:
             self.kafka_state = kafka
-            self.health.set_broker_problem(kafka[0])
-            self.health.set_rejoining(kafka[1])
+            parts.health.set_broker_problem(kafka[0])  # type: ignore[union-attr]
+            parts.health.set_rejoining(kafka[1])  # type: ignore[union-attr]
         for partition, records in batches.items():
             self.reader.records(partition, records)
         self.idle_wait = self.reader.flush_idle()
@@ -163,42 +155,30 @@ class ReaderActor(ActorTypeDispatcher):
     def _tick(self) -> None:
         if not self._take_reports():
             return
+        parts = self.parts
+        health, reader = parts.health, self.reader  # type: ignore[union-attr]
         now = time.monotonic()
-        self.health.tick(now)
+        health.tick(now)
         if self.stopping is not None:
-            if self.reader.settled() or now > self.stop_deadline:
+            if reader.settled() or now > self.stop_deadline:
                 self._finish()
                 return
-            self.reader.flush_all()
-        self.reader.tick()
-        for p in self.reader.seek_positions():
+            reader.flush_all()
+        reader.tick()
+        for p in reader.seek_positions():
             self._update_lag(p)
-        self.health.set_store_reachable(self.reader.store_ok)
-        self.health.set_writers_healthy(self.reader.store_ok)
-        self._set_stalled()
-        self.health.set_detail("hive", self.registrar.problem if self.registrar else "")
+        health.set_store_reachable(reader.store_ok)
+        health.set_writers_healthy(reader.store_ok)
+        episode = reader.episode
+        health.set_stalled(*stall_of(episode.since, episode.reason,
+                                     parts.site.pool.running_since()))  # type: ignore[union-attr]
+        registrar = parts.registrar  # type: ignore[union-attr]
+        health.set_detail("hive", registrar.problem if registrar else "")
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
-    def _set_stalled(self) -> None:
-        """A store failure episode, or else a writer message that has run for long (a store
-        call that does not return), is a stall: liveness fails once it outlasts its timeout."""
-        since, why = self.reader.episode.since, self.reader.episode.reason
-        running = self.pool.running_since() if since is None else None
-        if running is not None:
-            since, why = running
-        self.health.set_stalled(since, why)
-
     def _update_lag(self, p: int) -> None:
-        position = self.reader.seek_position(p)
-        high = self.source.high_watermark(p) if self.source is not None else None
-        if position is not None and high is not None:
-            self.metrics.set_lag(self.cfg.source.topic, p, high, position)
-        self._set_lag_time(p, high)
-
-    def _set_lag_time(self, p: int, high: int | None) -> None:
-        oldest = self.reader.oldest_waiting(p, high)
-        if oldest is not None:
-            self.metrics.set_lag_time(self.cfg.source.topic, p, *oldest)
+        source = None if self.closed else self.parts.source  # type: ignore[union-attr]
+        self.reader.update_lag(p, source.high_watermark(p) if source is not None else None)
 
     @escalating("reader stop")
     def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:
@@ -217,17 +197,21 @@ class ReaderActor(ActorTypeDispatcher):
         self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
 
     def _close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-        if self.registrar is not None:
-            self.registrar.stop(self.cfg.hive.timeout_s)
-            self.registrar = None
-        if self.source is not None:
-            self.source.close()
-            self.source = None
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        """Close the parts, each once, in order: the pool (nothing more runs), the
+        registrar, the consumer, the server. One that raises stays to be tried again (an
+        exit request follows a failure)."""
+        parts = self.parts
+        if parts is None:
+            return
+        if not self.closed:
+            self.closed = True
+            registrar = parts.registrar
+            self._closing = [parts.site.pool.close, parts.source.close, parts.server.close]
+            if registrar is not None:
+                self._closing.insert(1, lambda: registrar.stop(self.cfg.hive.timeout_s))
+        while self._closing:
+            self._closing[0]()
+            del self._closing[0]
 
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: object) -> None:
         try:
@@ -242,14 +226,18 @@ class _Port:
     def __init__(self, actor: ReaderActor) -> None:
         self.actor = actor
 
+    @property
+    def _source(self) -> KafkaSource:
+        return self.actor.parts.source  # type: ignore[union-attr]
+
     def seek(self, partition: int, offset: int) -> None:
-        self.actor.source.seek(partition, offset)  # type: ignore[union-attr]
+        self._source.seek(partition, offset)
 
     def pause(self, partitions: list[int]) -> None:
-        self.actor.source.pause(partitions)  # type: ignore[union-attr]
+        self._source.pause(partitions)
 
     def resume(self, partitions: list[int]) -> None:
-        self.actor.source.resume(partitions)  # type: ignore[union-attr]
+        self._source.resume(partitions)
 
     def behind(self, partition: int) -> bool:
-        return self.actor.source.behind(partition)  # type: ignore[union-attr]
+        return self._source.behind(partition)

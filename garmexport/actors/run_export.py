@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from thespian.actors import ActorSystem
 
@@ -23,6 +24,9 @@ from garmexport.actors.exporter_actor import ExporterActor
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
 from garmexport.pipeline.unfinished import Unfinished
+
+if TYPE_CHECKING:
+    from garmexport.pipeline.kafka_source import KafkaSource
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +65,8 @@ def actor_system() -> ActorSystem:
     return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
 
 
-def run_export(config: Config, instance: str | None = None, source: object = None) -> int:
+def run_export(config: Config, instance: str | None = None,
+               source: KafkaSource | None = None) -> int:
     """Export until stopped (signal) or failed; return the process exit code.
 
     ``source``: a KafkaSource subscribed early (see :class:`garmexport.pipeline.kafka_source.KafkaSource`),
@@ -97,7 +102,7 @@ def run_export(config: Config, instance: str | None = None, source: object = Non
     finally:
         _quietly("actor_system", asys.shutdown)
         if source is not None:  # the reader may not have got to it
-            _quietly("kafka_source", source.close)  # type: ignore[attr-defined]
+            _quietly("kafka_source", source.close)
 
 
 def _quietly(what: str, close: object) -> None:

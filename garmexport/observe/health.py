@@ -162,6 +162,18 @@ class Health:
             self._metrics.set_ready(self.readiness().ok)
 
 
+def stall_of(store_since: float | None, store_reason: str,
+             running: tuple[float, str] | None) -> tuple[float | None, str]:
+    """What holds the loop up, for :meth:`Health.set_stalled`: a store failure episode
+    (monotonic start, its reason), or else the work that has been running longest (a store
+    call that does not return: start, what), or nothing (None, "")."""
+    if store_since is not None:
+        return store_since, store_reason
+    if running is not None:
+        return running
+    return None, ""
+
+
 class HealthSource(Protocol):
     """What :func:`serve` asks: one process's :class:`Health`, or the fold of an instance's
     readers (:class:`garmexport.observe.health_fold.ReadersHealth`)."""

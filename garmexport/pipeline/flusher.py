@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from garmexport.settings.config import WriterConfig
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import Batch, FlushOpen, ResetWriter, WriterMessage
-from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
+from garmexport.pipeline.reader_state import Assigned, KafkaPort
 from garmexport.protocol.flush import WriterLoad, burst_ends_in, fits, writers_to_flush
 
 log = logging.getLogger(__name__)
@@ -34,13 +34,11 @@ class Flusher:
                  kafka: KafkaPort, queued_bytes: Callable[[], int]) -> None:
         self._w, self._send, self._kafka = config, send, kafka
         #: bytes of batches sent to writers that they have not handled yet (held in their
-        #: lanes, pipeline.writer_lanes): memory the budget counts like gathered records
+        #: lanes, pipeline.work_lanes): memory the budget counts like gathered records
         self._queued_bytes = queued_bytes
 
     def _ensure_writer(self, a: Assigned, origin: str, p: int) -> None:
-        if origin not in a.reset_sent:
-            a.reset_sent.add(origin)
-            a.writers[origin] = WriterView()
+        if a.writer_started(origin):
             self._send(origin, p, ResetWriter(a.epoch, a.lows.get(origin, -1), a.state_last.get(origin, ())))
 
     def send_pending(self, partition: int, a: Assigned, now: float, force: bool = False) -> None:
@@ -50,13 +48,15 @@ class Flusher:
         origin up to it is in this batch or an earlier one.
         """
         w = self._w
-        for origin, (b, since) in list(a.pending.items()):
-            if force or len(b.offsets) >= w.decode_batch_records or now - since >= w.decode_batch_wait_s:
-                del a.pending[origin]
-                self._ensure_writer(a, origin, partition)
-                self._send(origin, partition, Batch(
-                    a.epoch, a.ledger.processed, b.offsets, tuple(b.values),
-                    b.kafka_ts, b.days, tuple(b.bad), b.nbytes))
+        due = [origin for origin, (b, since) in a.pending.items()
+               if force or len(b.offsets) >= w.decode_batch_records
+               or now - since >= w.decode_batch_wait_s]
+        for origin in due:
+            b = a.release(origin)
+            self._ensure_writer(a, origin, partition)
+            self._send(origin, partition, Batch(
+                a.epoch, a.ledger.processed, b.offsets, tuple(b.values),
+                b.kafka_ts, b.days, tuple(b.bad), b.nbytes))
 
     def idle_in(self, p: int, a: Assigned, now: float) -> float | None:
         """Seconds until the partition's burst ends (flush.burst_ends_in)."""
@@ -88,7 +88,7 @@ class Flusher:
         self.send_pending(p, a, now, force=True)
         for origin in a.reset_sent:
             self._send(origin, p, FlushOpen(a.epoch, 0))
-        a.burst = 0
+        a.burst_ended()
 
     def enforce_budget(self, assigned: Mapping[int, Assigned]) -> None:
         """Over the open-file or buffered-byte budget: flush whole writers, oldest first."""
@@ -110,7 +110,7 @@ class Flusher:
                       buffered_bytes=sum(v.buffered_bytes for v in views) + pending)
         for p, origin in chosen:  # type: ignore[misc]
             a = assigned[p]
-            a.writers[origin].flush_requested = True
+            a.writers[origin].request_flush()
             self._send(origin, p, FlushOpen(a.epoch, 0))
 
     def pending_bytes(self, assigned: Mapping[int, Assigned]) -> int:

@@ -20,12 +20,11 @@ from garmexport.settings.config import Config
 from garmexport.pipeline.crash_points import crash_point
 from garmexport.protocol.backoff import Backoff
 from garmexport.errors import StorageError, StoreGaveUp
-from garmexport.protocol.ledger import PartitionLedger
 from garmexport.observe.logs import log_event
-from garmexport.protocol.marker_keeper import MarkerKeeper
 from garmexport.observe.metrics import Metrics
 from garmexport.protocol.naming import MarkerName, partition_dir
 from garmexport.pipeline.publisher import write_marker
+from garmexport.pipeline.reader_state import Assigned
 from garmexport.storage.base import Storage
 
 log = logging.getLogger(__name__)
@@ -46,16 +45,18 @@ class MarkerWriter:
         """The last marker write failed (and the next waits for its back-off)."""
         return self._retries.failures > 0
 
-    def write_due(self, partitions: Mapping[int, tuple[PartitionLedger, MarkerKeeper]],
-                  now: float, force: bool = False) -> None:
+    def write_due(self, partitions: Mapping[int, Assigned], now: float,
+                  force: bool = False) -> None:
+        """Write the markers due; the partitions' state learns what was written and
+        deleted through its own methods."""
         src = self.cfg.source
         if not force and self._retries.waiting(now):
             return
-        for p, (ledger, keeper) in partitions.items():
-            if not keeper.due(ledger, now, force):
+        for p, a in partitions.items():
+            if not a.marker_due(now, force):
                 continue
-            heartbeat = not keeper.published_since
-            marker = ledger.marker(self._wall_ms())
+            heartbeat = not a.keeper.published_since
+            marker = a.next_marker(self._wall_ms())
             self._counter += 1
             name = MarkerName(self.instance, self._counter)
             try:
@@ -75,11 +76,10 @@ class MarkerWriter:
             self._retries.succeeded()
             self.error = ""
             crash_point(MARKER)
-            ledger.written(marker)
+            old, covered = a.marker_written(name, marker, now)
             self.metrics.marker_written(p, heartbeat)
             for origin, w in marker.low.items():
                 self.metrics.set_watermark(origin, p, w)
-            old, covered = keeper.written(name, marker, now)
             pdir = partition_dir(src.cluster, src.topic, p)
             try:
                 for n in old:
@@ -90,4 +90,4 @@ class MarkerWriter:
                     crash_point(INTENT_GC)
             except StorageError:
                 continue  # garbage stays until the next marker; harmless
-            keeper.deleted(old, covered)
+            a.garbage_deleted(old, covered)

@@ -2,20 +2,28 @@
 
 They hold only primitive values and pickle, as thespian requires of messages (the
 in-process base passes them by reference, which would hide a message that does not
-pickle). A batch of records is one message; no message carries one event.
-Errors travel as traceback text, never as exception objects.
+pickle). Two start messages are exceptions, named where they are: they hand an actor live
+parts of its process once, typed (the subscribed Kafka source, the forced stop's snapshot). A
+writer's start, which hands it the store, back-off and pool every writer shares, is
+``StartWriter`` in :mod:`garmexport.pipeline.writer_site`, with the typed parts it carries.
+A batch of records is one message; no message carries one event. Errors travel as traceback text, never as exception objects.
 """
 
 from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from garmexport.protocol.naming import IntentName
 from garmexport.settings.config import Config
 from garmexport.errors import ConfigError, GarmexportError
+
+if TYPE_CHECKING:  # live parts, named for their type only: messages import no consumer
+    from garmexport.pipeline.kafka_source import KafkaSource
+    from garmexport.pipeline.unfinished import Unfinished
 
 
 # external caller <-> exporter (top actor)
@@ -25,10 +33,10 @@ class StartExport:
     instance: str
     #: a KafkaSource already subscribed (the join under way), or None to subscribe now;
     #: a live object, which the in-process actor system passes as it is
-    source: object = None
-    #: the garmexport.pipeline.unfinished.Unfinished the reader gives its writer pool's
-    #: count of open files, for a forced stop's last line (a live object too), or None
-    unfinished: object = None
+    source: KafkaSource | None = None
+    #: the Unfinished the reader gives its work pool's count of open files, for a forced
+    #: stop's last line (a live object too), or None
+    unfinished: Unfinished | None = None
 
 
 @dataclass(frozen=True)
@@ -74,26 +82,11 @@ class StartReader:
     config: Config
     instance: str
     exporter: object  # the top actor's address
-    source: object = None  # see StartExport
-    unfinished: object = None  # see StartExport
+    source: KafkaSource | None = None  # see StartExport
+    unfinished: Unfinished | None = None  # see StartExport
 
 
-# reader -> writer
-@dataclass(frozen=True)
-class StartWriter:
-    config: Config
-    instance: str
-    origin: str
-    partition: int
-    exporter: object
-    #: the reader's Storage and the Backoff all writers of it share: objects, not
-    #: values, as the actors run in one process (like StartReader.source)
-    storage: object
-    backoff: object
-    #: the pipeline.writer_lanes.WriterPool whose threads run this writer's messages
-    pool: object = None
-
-
+# reader -> writer (StartWriter, which carries live parts, is in pipeline.writer_site)
 @dataclass(frozen=True)
 class ResetWriter:
     """(Re)start the writer at a resume state; batches of older epochs are ignored."""
@@ -155,7 +148,8 @@ class DropOpen:
 
 
 # writer -> reader
-#: what the reader sends a writer after its StartWriter: each is one call of OriginWriter.handle
+#: what the reader sends a writer after its StartWriter: each is one call of OriginWriter.handle,
+#: if the writer actor's gate lets it into the lane (pipeline.writer_gate)
 WriterMessage = ResetWriter | Batch | Tick | FlushOpen | DropOpen
 
 

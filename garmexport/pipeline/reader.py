@@ -35,7 +35,7 @@ from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterRe
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
-from garmexport.pipeline.reader_state import Assigned, KafkaPort, WriterView
+from garmexport.pipeline.reader_state import Assigned, KafkaPort
 from garmexport.pipeline.jvm_recovery import JvmScan
 from garmexport.pipeline.jvm_takeover import record_takeover
 from garmexport.pipeline.recovery import read_partition_state
@@ -136,11 +136,11 @@ class Reader:
                               markers=dict(rec.markers), intents=set(rec.intents),
                               keep=self.cfg.protocol.marker_keep)
         lows = {o: rec.state.low_of(o) for o in ORIGINS}
+        state_last = {origin: tuple((c.kind, c.day, off) for c, off in rec.state.last.items()
+                                    if c.origin == origin) for origin in ORIGINS}
         a = Assigned(self._epoch, ledger, lows, keeper,
-                     PositionTimes.start(rec.markers.values(), self._wall_ms()))
-        for origin in ORIGINS:
-            a.state_last[origin] = tuple(
-                (c.kind, c.day, off) for c, off in rec.state.last.items() if c.origin == origin)
+                     PositionTimes.start(rec.markers.values(), self._wall_ms()),
+                     state_last=state_last)
         log_event(log, "partition_recovered", level=logging.DEBUG, partition=p, seek=seek,
                   epoch=self._epoch, markers=len(rec.markers), intents=len(rec.intents),
                   chains=len(rec.state.last))
@@ -181,23 +181,16 @@ class Reader:
                       process_cpu_s=round(time.process_time(), 3))
         routed = route(records, a.lows, self.window)
         upto = routed.last_offset
-        if a.ledger.processed < 0 and not a.keeper.markers:
+        if a.first_run():
             # first run of this partition: W of every origin starts just below the first record
-            first = records[0].offset()
-            a.ledger.routed_upto(first - 1)
+            a.routed_upto(records[0].offset() - 1)
         now = self._clock()
-        a.last_record_s = now
-        a.burst += len(records)
-        for r in (records[0], records[-1]):
-            a.times.seen(r.offset(), r.timestamp()[1])
+        head, tail = records[0], records[-1]
+        a.took_records(len(records), now, (head.offset(), head.timestamp()[1]),
+                       (tail.offset(), tail.timestamp()[1]))
         for origin, b in routed.batches.items():
-            held = a.pending.get(origin)
-            if held is None:
-                a.ledger.sent(origin)  # held records count as in flight: W waits for them
-                a.pending[origin] = (b, now)
-            else:
-                held[0].extend(b)
-        a.ledger.routed_upto(upto, records[-1].timestamp()[1])
+            a.hold(origin, b, now)  # held records count as in flight: W waits for them
+        a.routed_upto(upto, records[-1].timestamp()[1])
         self.flusher.send_pending(partition, a, now)
         # what is still gathered counts against the byte budget
         self.flusher.enforce_budget(self.assigned)
@@ -245,12 +238,12 @@ class Reader:
             return False
         if not current:
             return False
-        a.ledger.reported(
-            r.origin, handled=r.handled, upto=r.upto, open_first=r.open_first,
+        a.files_reported(
+            r.origin, r.handled, r.upto, r.open_first,
             published=[(Chain(r.origin, f.kind, f.day), f.last_offset) for f in r.published],
+            intents=[f.intent for f in r.published],
         )
         for f in r.published:
-            a.keeper.published(f.intent)
             log_event(log, "file_published", level=logging.DEBUG, partition=r.partition,
                       origin=r.origin, kind=_KIND_LABEL[f.kind], day=f.day, first=f.first_offset,
                       last=f.last_offset, rows=f.rows, bytes=f.nbytes, seconds=round(f.seconds, 4))
@@ -264,12 +257,8 @@ class Reader:
             self.metrics.quarantined(r.origin, reason, n)
         if r.skipped:
             self.metrics.already_committed(r.origin, r.partition, r.skipped)
-        w = a.writers.setdefault(r.origin, WriterView())
-        w.buffered_bytes, w.open_files, w.oldest_open_s = r.buffered_bytes, r.open_files, r.oldest_open_s
-        w.flush_requested = False
-        failing = w.store_failing or r.store_failing
-        w.store_error = r.store_error
-        w.store_failing = r.store_failing
+        failing = a.writer_reported(r.origin, r.buffered_bytes, r.open_files, r.oldest_open_s,
+                                    r.store_failing, r.store_error)
         self.store_watch.writer_reported(r.store_failing, r.store_error)
         return failing
 
@@ -322,8 +311,7 @@ class Reader:
         return all(not a.ledger.open_writers() for a in self.assigned.values())
 
     def write_markers(self, now: float, force: bool = False) -> None:
-        self.markers.write_due({p: (a.ledger, a.keeper) for p, a in self.assigned.items()},
-                               now, force)
+        self.markers.write_due(self.assigned, now, force)
         self.store_watch.markers_written(self.markers.error)
         self._update_store()
 
@@ -334,6 +322,18 @@ class Reader:
         a = self.assigned.get(partition)
         return None if a is None else a.ledger.seek_position()
 
+    def update_lag(self, partition: int, high_watermark: int | None) -> None:
+        """Set the partition's lag in offsets and in seconds, from the seek position and
+        ``high_watermark`` (the next offset the broker will write, as the consumer last
+        saw it; None: not known yet)."""
+        position = self.seek_position(partition)
+        topic = self.cfg.source.topic
+        if position is not None and high_watermark is not None:
+            self.metrics.set_lag(topic, partition, high_watermark, position)
+        oldest = self.oldest_waiting(partition, high_watermark)
+        if oldest is not None:
+            self.metrics.set_lag_time(topic, partition, *oldest)
+
     def oldest_waiting(self, partition: int, high_watermark: int | None) -> tuple[bool, int] | None:
         """For the lag in seconds (lag_time): whether records wait past the committed
         position, and the Kafka time (ms) of the record at that position; None when the
@@ -343,7 +343,7 @@ class Reader:
         if a is None:
             return None
         position = a.ledger.seek_position()
-        if high_watermark is not None and a.ledger.processed < 0 and not a.keeper.markers:
+        if high_watermark is not None and a.first_run():
             return self._kafka.behind(partition), a.times.time_at(position)
         return waiting(position, high_watermark), a.times.time_at(position)
 

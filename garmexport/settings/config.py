@@ -184,10 +184,10 @@ class ActorsConfig(_Section):
     parallelism: int = _f(0, "readers of this instance, each its own process with its own "
                           "consumer in the group (1: one process, no supervisor); 0: the "
                           "CPUs this process may use. writer.max_buffered_bytes, "
-                          "writer.max_open_files and the writer threads are shared out among "
+                          "writer.max_open_files and the worker threads are shared out among "
                           "them", min=0, max=64)
 
-    def writer_threads(self) -> int:
+    def worker_threads(self) -> int:
         """``cores``, or the CPUs this process may use when it is 0."""
         return self.cores or usable_cpus()
 

@@ -22,8 +22,8 @@ sets ``GARMEXPORT_ACTORS_CORES=N``; one named ``..._par<N>`` (``garmexport_par1`
 ``garmexport_par2``, ``garmexport_x2_par1``) sets ``GARMEXPORT_ACTORS_PARALLELISM=N``, the
 readers per instance (README, Readers in parallel: its peak RSS and CPU are the whole
 process tree's, supervisor and readers); the others use the defaults (the CPUs the process
-may use, for both). ``garmexport_cores1`` is the exporter confined to one writer thread: the ratio of
-``garmexport`` to it is what the writer threads gain, in the same run.
+may use, for both). ``garmexport_cores1`` is the exporter confined to one worker thread: the ratio of
+``garmexport`` to it is what the worker threads gain, in the same run.
 
 The headline is the steady state: from the first record received to done, so the group
 join of the test broker (about 5 s, a wait, not work) is in none of the rates or ratios;

@@ -137,7 +137,7 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         lines = run.events()
         assert lines and {d.get("reader") for d in lines} == {"supervisor", "r0", "r1"}
         assert {d["reader"] for d in lines if d["event"] == "assigned"} == {"r0", "r1"}
-        # shares: the instance's writer threads (the usable CPUs) split between the readers
+        # shares: the instance's worker threads (the usable CPUs) split between the readers
         threads = {d["reader"]: d["threads"] for d in run.events("writer_threads")}
         assert threads == {"r0": share(usable_cpus(), 2, 0), "r1": share(usable_cpus(), 2, 1)}
         assert foreign_visible_files(root) == []

@@ -1,4 +1,4 @@
-"""A store call that never returns: liveness fails, as it did before the writer threads.
+"""A store call that never returns: liveness fails, as it did before the worker threads.
 
 With the writers on pool threads, the reader's thread keeps ticking while a writer waits
 on the store, so ticks alone no longer prove progress. The output root is the WebHDFS

@@ -60,3 +60,26 @@ def test_a_new_owner_knows_the_age_of_its_position_before_reading(tmp_path) -> N
     # a new record arrives an hour later and sits in an open file
     second.feed(0, records(300, 1, T0_MS + HOUR_MS))
     assert second.reader.oldest_waiting(0, high_watermark=301) == (True, T0_MS + HOUR_MS)
+
+
+def test_update_lag_sets_the_lag_in_offsets_and_in_seconds(tmp_path) -> None:  # noqa: ANN001
+    from prometheus_client import CollectorRegistry
+
+    from garmexport.observe.metrics import Metrics
+
+    o = owner(tmp_path)
+    registry = CollectorRegistry()
+    o.reader.metrics = Metrics.create(registry, wall_s=lambda: T0_MS / 1000 + 3600)
+    o.reader.assign([0])
+    o.feed(0, records(0, 300, T0_MS))
+    labels = {"topic": o.config.source.topic, "partition": "0"}
+    o.reader.update_lag(0, high_watermark=None)  # no fetch has shown one: no lag in offsets
+    assert registry.get_sample_value("garmexport_consumer_lag_offsets", labels) is None
+    o.reader.update_lag(0, high_watermark=300)
+    # nothing committed: the seek position is the first record, 300 behind the watermark
+    assert registry.get_sample_value("garmexport_consumer_lag_offsets", labels) == 300
+    # and the oldest of them (Kafka time T0) is an hour old by the metrics' wall clock
+    assert registry.get_sample_value("garmexport_consumer_lag_seconds", labels) == 3600
+    o.reader.update_lag(7, high_watermark=10)  # not assigned: nothing to show
+    assert registry.get_sample_value("garmexport_consumer_lag_offsets",
+                                     {**labels, "partition": "7"}) is None

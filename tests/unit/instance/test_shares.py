@@ -46,7 +46,7 @@ def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> No
     env = reader_env(config, 2, 1, "/run/r1.port", operator)
     assert env["PATH"] == "/bin" and env["GARMEXPORT_SOURCE_TOPIC"] == "garmadon"
     loaded = load_config(None, env)
-    assert loaded.actors.readers() == 1 and loaded.actors.writer_threads() == 1
+    assert loaded.actors.readers() == 1 and loaded.actors.worker_threads() == 1
     assert loaded.writer.max_open_files == 1000  # half the default 2000, not the operator's 10
     assert (loaded.metrics.host, loaded.metrics.port) == ("127.0.0.1", 0)
     assert loaded.metrics.port_file == "/run/r1.port"

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from garmexport.observe.health import LIVE_PATH, READY_PATH, Health, HealthServer, serve
+from garmexport.observe.health import (
+    LIVE_PATH, READY_PATH, Health, HealthServer, serve, stall_of,
+)
 from garmexport.observe.metrics import Metrics
 
 
@@ -200,3 +202,16 @@ def test_close_releases_the_port(clock: FakeClock) -> None:
     server.close()
     again = serve("127.0.0.1", port, registry, Health(live_timeout_s=1), clock=clock)
     again.close()
+
+
+def test_a_store_failure_episode_is_the_stall_even_with_work_running() -> None:
+    assert stall_of(10.0, "OSError: gone", (5.0, "writer fs/1 ...")) == (10.0, "OSError: gone")
+
+
+def test_without_an_episode_the_longest_running_work_is_the_stall() -> None:
+    assert stall_of(None, "", (5.0, "writer fs/1 has been handling one Batch since then")) == (
+        5.0, "writer fs/1 has been handling one Batch since then")
+
+
+def test_nothing_failing_and_nothing_running_is_no_stall() -> None:
+    assert stall_of(None, "", None) == (None, "")

@@ -12,8 +12,8 @@ import time
 from dataclasses import replace
 
 from garmexport.pipeline.unfinished import Unfinished
-from garmexport.pipeline.writer_lanes import WriterPool
-from tests.unit.pipeline.test_writer_lanes import batch, report
+from garmexport.pipeline.work_lanes import WorkPool
+from tests.unit.pipeline.test_work_lanes import batch, report
 
 
 def wait_for(what, expected, timeout_s: float = 5.0):  # noqa: ANN001, ANN201
@@ -24,7 +24,7 @@ def wait_for(what, expected, timeout_s: float = 5.0):  # noqa: ANN001, ANN201
 
 
 def test_the_forced_stop_counts_the_open_files_when_it_is_forced_without_a_tick() -> None:
-    pool = WriterPool(2)
+    pool = WorkPool(2)
     unfinished = Unfinished()
     assert unfinished.fields() == {"open_files": 0, "partitions": [],
                                    "abandoned": "no file open in the writers"}

@@ -1,4 +1,4 @@
-"""The writer pool: each lane in order and alone, lanes side by side, drops and failures."""
+"""The work pool: each lane in order and alone, lanes side by side, drops and failures."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from garmexport.pipeline.writer_lanes import SharedBackoff, WriterPool
+from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool, until_failure
 from garmexport.pipeline.messages import Batch, DropOpen, Failure, Tick, WriterReport
 
 
@@ -19,7 +19,7 @@ def report(name: str, n: int) -> WriterReport:
     return WriterReport(name, n, 0, 1, n, None, (), 0, 0, None, False, None, 0, (), 0)
 
 
-def outcomes(pool: WriterPool, count: int, timeout_s: float = 5.0) -> list:
+def outcomes(pool: WorkPool, count: int, timeout_s: float = 5.0) -> list:
     got: list = []
     deadline = time.monotonic() + timeout_s
     while len(got) < count and time.monotonic() < deadline:
@@ -28,7 +28,7 @@ def outcomes(pool: WriterPool, count: int, timeout_s: float = 5.0) -> list:
 
 
 def test_a_lane_runs_its_messages_one_at_a_time_in_order() -> None:
-    pool = WriterPool(3)
+    pool = WorkPool(3)
     running, overlap = [0], [False]
     lock = threading.Lock()
 
@@ -52,7 +52,7 @@ def test_a_lane_runs_its_messages_one_at_a_time_in_order() -> None:
 
 
 def test_lanes_run_side_by_side() -> None:
-    pool = WriterPool(2)
+    pool = WorkPool(2)
     both = threading.Barrier(2, timeout=5)
 
     def handle(msg):  # noqa: ANN001, ANN202
@@ -66,7 +66,7 @@ def test_lanes_run_side_by_side() -> None:
 
 
 def test_queued_bytes_count_batches_until_handled() -> None:
-    pool = WriterPool(1)
+    pool = WorkPool(1)
     release = threading.Event()
     lane = pool.lane("a", lambda msg: (release.wait(5), report("a", msg.upto))[1])
     lane.submit(batch(1, 1, size=100))
@@ -79,8 +79,8 @@ def test_queued_bytes_count_batches_until_handled() -> None:
     pool.close()
 
 
-def test_a_drop_cancels_what_has_not_started() -> None:
-    pool = WriterPool(1)
+def test_cancel_waiting_drops_what_has_not_started() -> None:
+    pool = WorkPool(1)
     started, release = threading.Event(), threading.Event()
     seen: list = []
 
@@ -96,6 +96,7 @@ def test_a_drop_cancels_what_has_not_started() -> None:
     assert started.wait(5)
     lane.submit(batch(1, 2, size=50))
     lane.submit(Tick(1))
+    lane.cancel_waiting()  # what the writer actor does on a DropOpen (writer_gate)
     lane.submit(DropOpen(1))
     assert pool.queued_bytes == 10  # the waiting batch is gone; the running one counts
     release.set()
@@ -108,7 +109,7 @@ def test_a_drop_cancels_what_has_not_started() -> None:
 
 
 def test_a_failure_is_reported_and_its_lane_takes_nothing_more() -> None:
-    pool = WriterPool(2)
+    pool = WorkPool(2)
     calls: list = []
 
     def handle(msg):  # noqa: ANN001, ANN202
@@ -128,7 +129,7 @@ def test_a_failure_is_reported_and_its_lane_takes_nothing_more() -> None:
 
 
 def test_a_closed_pool_runs_nothing() -> None:
-    pool = WriterPool(1)
+    pool = WorkPool(1)
     pool.close()
     ran: list = []
     pool.lane("a", ran.append).submit(batch(1, 1))
@@ -138,7 +139,7 @@ def test_a_closed_pool_runs_nothing() -> None:
 
 def test_a_pool_needs_a_thread() -> None:
     with pytest.raises(ValueError, match="at least one thread"):
-        WriterPool(0)
+        WorkPool(0)
 
 
 def test_the_shared_backoff_counts_every_failure_of_many_threads() -> None:
@@ -155,7 +156,7 @@ def test_the_shared_backoff_counts_every_failure_of_many_threads() -> None:
 
 
 def test_running_since_names_the_longest_running_message_until_it_ends() -> None:
-    pool = WriterPool(2)
+    pool = WorkPool(2)
     release = threading.Event()
     lane = pool.lane("container/3", lambda msg: (release.wait(5), None)[1])
     assert pool.running_since() is None
@@ -173,3 +174,12 @@ def test_running_since_names_the_longest_running_message_until_it_ends() -> None
         time.sleep(0.005)
     assert pool.running_since() is None
     pool.close()
+
+
+def test_reports_after_a_failure_are_not_applied() -> None:
+    a, b, c = report("a", 1), report("b", 2), report("c", 3)
+    failure = Failure("writer b/2", "Traceback ...", "RuntimeError: x")
+    assert until_failure([a, b]) == ([a, b], None)
+    assert until_failure([a, failure, c]) == ([a], failure)
+    assert until_failure([failure]) == ([], failure)
+    assert until_failure([]) == ([], None)

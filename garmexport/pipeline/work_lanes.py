@@ -4,34 +4,34 @@ The in-process actor system runs every actor in one thread, so without this an i
 uses one core. A writer's work is mostly native code that releases the GIL (the upb check,
 ptars, Arrow compute, Parquet encoding, zstd, the store's writes and fsyncs; DESIGN.md 9),
 so a writer actor hands each message to its *lane* and returns at once, and the
-:class:`WriterPool`'s threads run the lanes while the reader's thread polls and routes.
+:class:`WorkPool`'s threads run the lanes while the reader's thread polls and routes.
 
 What the commit protocol sees does not change (DESIGN.md 9.6):
 
 - A lane runs its writer's messages one at a time, in the order the reader sent them, so a
   writer's state, its chains and the order of its publishes are exactly as before; only
   *when* a message runs moves.
-- The writer's reports (one per message, as before) come back through :attr:`WriterPool.done`
+- The writer's reports (one per message, as before) come back through :attr:`WorkPool.done`
   in the order they were made; the reader actor takes them from there on its thread and
   moves W from them alone. Work still in a lane is in flight for the ledger, as a batch in
   an actor's queue always was, so a crash with work anywhere in a lane loses nothing the
   output promised.
-- ``DropOpen`` cancels the messages of its lane that have not started: they belong to an
-  epoch the reader has already forgotten (their records are read again by whoever owns the
-  partition next), and running them would only publish what fencing then refuses.
+- What enters a lane is the writer actor's decision (:mod:`garmexport.pipeline.writer_gate`):
+  on a ``DropOpen`` it cancels the messages of its lane that have not started
+  (:meth:`Lane.cancel_waiting`); a lane runs what it is given.
 - An exception in a lane is turned into a :class:`Failure` on the same queue, and the lane
   takes nothing more: the process exits as if the actor had raised.
 
-Liveness: :meth:`WriterPool.running_since` names the message that has run longest (a
+Liveness: :meth:`WorkPool.running_since` names the message that has run longest (a
 publish held up by a store that does not answer, say); the reader reports it as a stall, so
 ``/health/live`` fails once one message has run for longer than the live timeout, as it
 did when a stuck writer held up the actor system's one thread.
 
-Memory: a batch in a lane counts in :attr:`WriterPool.queued_bytes` until its writer has
+Memory: a batch in a lane counts in :attr:`WorkPool.queued_bytes` until its writer has
 handled it; the reader counts that against ``writer.max_buffered_bytes`` and stops polling
-while it is above an eighth of it.
+while it is above an eighth of it (:mod:`garmexport.pipeline.poll_policy`).
 
-A forced stop asks :meth:`WriterPool.open_files` what it abandons: the files each writer's
+A forced stop asks :meth:`WorkPool.open_files` what it abandons: the files each writer's
 last report says are open, noted by the lane as the report is made, so the count is the
 writers' own at that moment, not the reader's (which takes the reports on its thread, and
 may be held up). It is asked from a signal handler or a timer thread: its lock is one that
@@ -49,7 +49,7 @@ from collections import deque
 from collections.abc import Callable
 
 from garmexport.pipeline.crash_points import QUEUED, WORKER, crash_at
-from garmexport.pipeline.messages import Batch, DropOpen, Failure, WriterMessage, WriterReport
+from garmexport.pipeline.messages import Batch, Failure, WriterMessage, WriterReport
 from garmexport.protocol.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -58,14 +58,23 @@ Handler = Callable[[WriterMessage], "WriterReport | None"]
 Outcome = WriterReport | Failure
 
 
-class WriterPool:
+def until_failure(outcomes: list[Outcome]) -> tuple[list[WriterReport], Failure | None]:
+    """The reports before the first failure, and that failure (None if none): what came
+    after a failure is not applied, as the process stops."""
+    for i, outcome in enumerate(outcomes):
+        if isinstance(outcome, Failure):
+            return outcomes[:i], outcome  # type: ignore[return-value]
+    return outcomes, None  # type: ignore[return-value]
+
+
+class WorkPool:
     """``threads`` daemon threads running the lanes that have work, each lane by one
     thread at a time. Daemon threads: a process that exits does not wait for a publish
     that its store holds up (the protocol makes an unfinished publish harmless)."""
 
     def __init__(self, threads: int) -> None:
         if threads < 1:
-            raise ValueError(f"a writer pool needs at least one thread, got {threads}")
+            raise ValueError(f"a work pool needs at least one thread, got {threads}")
         self.threads = threads
         #: reports and failures, in the order they were made (per lane: message order)
         self.done: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
@@ -80,7 +89,7 @@ class WriterPool:
         #: which only pool threads and open_files take (see the module doc)
         self._open: dict[Lane, tuple[int, int]] = {}
         self._open_lock = threading.Lock()
-        self._workers = [threading.Thread(target=self._work, name=f"garmexport-writer-{i}",
+        self._workers = [threading.Thread(target=self._work, name=f"garmexport-worker-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._workers:
             t.start()
@@ -151,7 +160,7 @@ class WriterPool:
 class Lane:
     """One writer's messages, run in order by the pool, one at a time."""
 
-    def __init__(self, pool: WriterPool, name: str, handle: Handler) -> None:
+    def __init__(self, pool: WorkPool, name: str, handle: Handler) -> None:
         self._pool, self.name, self._handle = pool, name, handle
         self._queue: deque[tuple[WriterMessage, int]] = deque()
         self._scheduled = False  # in the pool's ready queue or running
@@ -163,8 +172,6 @@ class Lane:
         with pool._lock:
             if self._broken or pool._closed:
                 return
-            if isinstance(msg, DropOpen):
-                self._cancel_waiting()  # of forgotten epochs: see the module doc
             self._queue.append((msg, nbytes))
             pool._jobs += 1
             pool._queued_bytes += nbytes
@@ -174,6 +181,11 @@ class Lane:
                 pool._ready.put(self)
         if isinstance(msg, Batch) and waiting > 1:
             crash_at(QUEUED)  # TEST ONLY: a batch waits between the reader and its writer
+
+    def cancel_waiting(self) -> None:
+        """Drop the messages that have not started (a running one runs to its end)."""
+        with self._pool._lock:
+            self._cancel_waiting()
 
     def run_next(self) -> None:
         """Run the oldest message (on a pool thread); put its outcome on ``pool.done``."""
