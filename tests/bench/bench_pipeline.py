@@ -24,6 +24,9 @@ readers per instance (README, Readers in parallel: its peak RSS and CPU are the 
 process tree's, supervisor and readers); the others use the defaults (the CPUs the process
 may use, for both). ``garmexport_cores1`` is the exporter confined to one writer thread: the ratio of
 ``garmexport`` to it is what the writer threads gain, in the same run.
+A name may end with ``+TAG`` (``garmexport_par2+arena2``): the run is NAME's, with the
+environment ``--tag-env TAG:KEY=VALUE`` gives it, so a variant and its baseline alternate
+in one invocation on the same topic.
 
 The headline is the steady state: from the first record received to done, so the group
 join of the test broker (about 5 s, a wait, not work) is in none of the rates or ratios;
@@ -417,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
                         "last record is seconds, not the default minute")
     parser.add_argument("--exporter-env", action="append", default=[], metavar="KEY=VALUE",
                         help="GARMEXPORT_* override for the exporter runs (default: none)")
+    parser.add_argument("--tag-env", action="append", default=[], metavar="TAG:KEY=VALUE",
+                        help="environment of the exporter runs named NAME+TAG only, so that a "
+                        "variant is paired with NAME in the same invocation "
+                        "(e.g. --runs garmexport,garmexport+arena2 --tag-env "
+                        "arena2:MALLOC_ARENA_MAX=2)")
     parser.add_argument("--json-out", default="bench-results/pipeline.json")
     parser.add_argument("--workdir", help="keep logs and output here (default: a temp dir, removed)")
     args = parser.parse_args(argv)
@@ -425,6 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     topic = "garmadon"
     extra = dict(kv.split("=", 1) for kv in args.exporter_env)
+    tagged: dict[str, dict[str, str]] = {}
+    for spec in args.tag_env:
+        tag, _, kv = spec.partition(":")
+        key, _, value = kv.partition("=")
+        tagged.setdefault(tag, {})[key] = value
     broker = None
     try:
         broker = start_with_topic(work, topic, args.partitions)
@@ -446,14 +459,16 @@ def main(argv: list[str] | None = None) -> int:
                     outs = [] if name == "read" else ["--out", str(out)]
                     raw = run_program(name, programs[name], [*common, *outs], work)
                 else:
-                    aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if name.endswith(AGED) else {}
-                    cores = re.search(r"_cores(\d+)$", name)
+                    base, _, tag = name.partition("+")
+                    aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if base.endswith(AGED) else {}
+                    cores = re.search(r"_cores(\d+)$", base)
                     if cores:
                         aged["GARMEXPORT_ACTORS_CORES"] = cores.group(1)
-                    readers = re.search(r"_par(\d+)", name)
+                    readers = re.search(r"_par(\d+)", base)
                     if readers:
                         aged["GARMEXPORT_ACTORS_PARALLELISM"] = readers.group(1)
-                    env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra)
+                    env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra,
+                                       **tagged.get(tag, {}))
                     raw = run_exporters(name, 2 if "_x2" in name else 1, env, n,
                                         args.partitions, work, out)
                 measured.setdefault(name, []).append(summarize(raw, n, produced["value_bytes"]))
