@@ -26,7 +26,8 @@ may use, for both). ``garmexport_cores1`` is the exporter confined to one writer
 ``garmexport`` to it is what the writer threads gain, in the same run.
 A name may end with ``+TAG`` (``garmexport_par2+arena2``): the run is NAME's, with the
 environment ``--tag-env TAG:KEY=VALUE`` gives it, so a variant and its baseline alternate
-in one invocation on the same topic.
+in one invocation on the same topic; ``--tag-root TAG:PATH`` runs another checkout
+(the code before a change) as NAME+TAG.
 
 The headline is the steady state: from the first record received to done, so the group
 join of the test broker (about 5 s, a wait, not work) is in none of the rates or ratios;
@@ -116,8 +117,16 @@ def exporter_env(bootstrap: str, topic: str, group: str, out: Path, **extra: str
     return env
 
 
+#: in an exporter's environment: run the checkout at this path instead of this one
+#: (``--tag-root``); read here, never passed on
+CHECKOUT_VAR = "BENCH_CHECKOUT"
+
+
 def start_exporter(env: dict[str, str], log: Path):
-    return spawn([sys.executable, "-m", "garmexport", "run"], str(log), env=env, cwd=str(ROOT))
+    env = dict(env)
+    root = env.pop(CHECKOUT_VAR, str(ROOT))
+    env["PYTHONPATH"] = env.get("PYTHONPATH", root).replace(str(ROOT), root)
+    return spawn([sys.executable, "-m", "garmexport", "run"], str(log), env=env, cwd=root)
 
 
 def log_events(log: Path, name: str) -> list[dict]:
@@ -425,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
                         "variant is paired with NAME in the same invocation "
                         "(e.g. --runs garmexport,garmexport+arena2 --tag-env "
                         "arena2:MALLOC_ARENA_MAX=2)")
+    parser.add_argument("--tag-root", action="append", default=[], metavar="TAG:PATH",
+                        help="the exporter runs named NAME+TAG run the checkout at PATH "
+                        "(e.g. a git worktree of main): before and after in one invocation")
     parser.add_argument("--json-out", default="bench-results/pipeline.json")
     parser.add_argument("--workdir", help="keep logs and output here (default: a temp dir, removed)")
     args = parser.parse_args(argv)
@@ -438,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
         tag, _, kv = spec.partition(":")
         key, _, value = kv.partition("=")
         tagged.setdefault(tag, {})[key] = value
+    for spec in args.tag_root:
+        tag, _, path = spec.partition(":")
+        tagged.setdefault(tag, {})[CHECKOUT_VAR] = str(Path(path).resolve())
     broker = None
     try:
         broker = start_with_topic(work, topic, args.partitions)
