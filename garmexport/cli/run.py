@@ -68,10 +68,11 @@ def _tune_malloc() -> None:
     librdkafka's and the writers' threads allocate (DESIGN.md 9.10)."""
     import os
 
-    from garmexport.process.malloc_tuning import limit_arenas, start_trimming
+    from garmexport.process.malloc_tuning import limit_arenas, start_trimming, wanted
 
-    limit_arenas(os.environ)
-    start_trimming()
+    if wanted(os.environ):  # an operator who tunes malloc is left alone
+        limit_arenas()
+        start_trimming()
 
 
 def _supervise(args: argparse.Namespace, config: Config) -> int:

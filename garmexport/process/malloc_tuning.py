@@ -8,8 +8,8 @@ the 1M catch-up a 2-reader instance's readers held 20-140 MB each of freed mallo
 their peak (``mallinfo2``, DESIGN.md 9.10). Two arenas per process and a ``malloc_trim``
 every half second took 30-40 MB off the instance's peak at the same speed.
 
-Invariants: an operator's own setting wins (``MALLOC_ARENA_MAX`` or a ``malloc.arena_max``
-tunable in ``GLIBC_TUNABLES``: no limit is set here); the limit is set before any thread
+Invariants: an operator who tunes malloc is left alone (``MALLOC_ARENA_MAX`` or any
+``glibc.malloc.*`` tunable in ``GLIBC_TUNABLES``: no limit and no trimming here); the limit is set before any thread
 but the main one has allocated (glibc fixes its arena count at the second arena), so it is
 called first thing in the exporter process; without glibc (no ``mallopt``) both are no-ops.
 """
@@ -32,19 +32,16 @@ def _libc() -> ctypes.CDLL | None:
     return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
 
 
-def arena_limit_wanted(environ: Mapping[str, str]) -> bool:
-    """Whether to set the arena limit: not when the operator set one for glibc."""
+def wanted(environ: Mapping[str, str]) -> bool:
+    """Whether to tune malloc here: not when the operator tunes it for glibc."""
     return "MALLOC_ARENA_MAX" not in environ and \
-        "malloc.arena_max" not in environ.get("GLIBC_TUNABLES", "")
+        "glibc.malloc." not in environ.get("GLIBC_TUNABLES", "")
 
 
-def limit_arenas(environ: Mapping[str, str], arenas: int = ARENAS) -> bool:
-    """At most ``arenas`` malloc arenas in this process, unless the operator chose; True
-    when the limit was set."""
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """At most ``arenas`` malloc arenas in this process; True when the limit was set."""
     libc = _libc()
-    if libc is None or not arena_limit_wanted(environ):
-        return False
-    return bool(libc.mallopt(M_ARENA_MAX, arenas))
+    return libc is not None and bool(libc.mallopt(M_ARENA_MAX, arenas))
 
 
 def trim_once() -> None:

@@ -8,16 +8,16 @@ import time
 import pytest
 
 from garmexport.process import malloc_tuning
-from garmexport.process.malloc_tuning import arena_limit_wanted, start_trimming, trim_once
+from garmexport.process.malloc_tuning import start_trimming, trim_once, wanted
 
 pytestmark = pytest.mark.skipif(malloc_tuning._libc() is None, reason="glibc only")
 
 
-def test_the_operators_arena_setting_wins() -> None:
-    assert arena_limit_wanted({})
-    assert arena_limit_wanted({"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"})
-    assert not arena_limit_wanted({"MALLOC_ARENA_MAX": "8"})
-    assert not arena_limit_wanted({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"})
+def test_an_operator_who_tunes_malloc_is_left_alone() -> None:
+    assert wanted({}) and wanted({"GLIBC_TUNABLES": "glibc.rtld.nns=2"})
+    assert not wanted({"MALLOC_ARENA_MAX": "8"})
+    assert not wanted({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"})
+    assert not wanted({"GLIBC_TUNABLES": "glibc.elision.enable=1:glibc.malloc.trim_threshold=0"})
 
 
 _LIBC = ctypes.CDLL(None)
