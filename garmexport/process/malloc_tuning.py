@@ -4,14 +4,15 @@ Most of an exporter's memory goes through the C library's malloc: the decoded Ar
 (ptars builds them with it, and Arrow's pool is the system one, ``run_export``), librdkafka's
 pre-fetched messages, upb, zstd and the Parquet encoder. glibc gives each thread that meets
 a locked arena an arena of its own (up to 8 per CPU) and keeps the pages freed in them: in
-the 1M catch-up a 2-reader instance's readers held 20-140 MB each of freed malloc memory at
+the 1M catch-up a 2-reader instance's readers held 58-141 MB each of freed malloc memory at
 their peak (``mallinfo2``, DESIGN.md 9.10). Two arenas per process and a ``malloc_trim``
-every half second took 30-40 MB off the instance's peak at the same speed.
+every half second took 25-40 MB off the instance's peak, CPU per event within the noise.
 
 Invariants: an operator who tunes malloc is left alone (``MALLOC_ARENA_MAX`` or any
-``glibc.malloc.*`` tunable in ``GLIBC_TUNABLES``: no limit and no trimming here); the limit is set before any thread
-but the main one has allocated (glibc fixes its arena count at the second arena), so it is
-called first thing in the exporter process; without glibc (no ``mallopt``) both are no-ops.
+``glibc.malloc.*`` tunable in ``GLIBC_TUNABLES``: no limit and no trimming here); the
+limit is set before any thread but the main one has allocated (glibc reads it when a
+thread needs an arena, and arenas made before stay), so it is called first thing in the
+exporter process; without glibc (no ``mallopt``) both are no-ops.
 """
 
 from __future__ import annotations
