@@ -44,7 +44,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
         die_with(args.parent)  # first: a reader never outlives its supervisor
     if args.reader is None and config.actors.readers() > 1:
         return _supervise(args, config)
-    _tune_malloc()
     if args.reader is not None:
         from garmexport.observe import logs
 
@@ -61,18 +60,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.actors.run_export import run_export  # thespian only when running
 
     return run_export(config, instance=args.instance, source=source)
-
-
-def _tune_malloc() -> None:
-    """Two malloc arenas and freed pages handed back, in an exporter process: first, before
-    librdkafka's and the writers' threads allocate (DESIGN.md 9.10)."""
-    import os
-
-    from garmexport.process.malloc_tuning import limit_arenas, start_trimming, wanted
-
-    if wanted(os.environ):  # an operator who tunes malloc is left alone
-        limit_arenas()
-        start_trimming()
 
 
 def _supervise(args: argparse.Namespace, config: Config) -> int:
