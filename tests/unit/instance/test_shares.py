@@ -31,7 +31,7 @@ def test_a_reader_gets_its_share_all_the_writer_threads_one_reader_and_a_private
                     actors=ActorsConfig(cores=3, parallelism=2))
     first = reader_settings(config, 2, 0, "/run/r0.port")
     second = reader_settings(config, 2, 1, "/run/r1.port")
-    assert first == {"KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "8192",
+    assert first == {"KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "4096",
                      "ACTORS_PARALLELISM": "1", "ACTORS_CORES": "3",
                      "WRITER_MAX_BUFFERED_BYTES": "50", "WRITER_MAX_OPEN_FILES": "1001",
                      "METRICS_HOST": "127.0.0.1", "METRICS_PORT": "0",
@@ -50,7 +50,7 @@ def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> No
     assert loaded.writer.max_open_files == 1000  # half the default 2000, not the operator's 10
     assert (loaded.metrics.host, loaded.metrics.port) == ("127.0.0.1", 0)
     assert loaded.metrics.port_file == "/run/r1.port"
-    assert str(loaded.kafka["queued.max.messages.kbytes"]) == "8192"  # half the pre-fetch
+    assert str(loaded.kafka["queued.max.messages.kbytes"]) == "4096"  # half the pre-fetch
     assert loaded.source.topic == "garmadon"  # the operator's own settings stay
 
 
