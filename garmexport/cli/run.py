@@ -66,13 +66,16 @@ def _supervise(args: argparse.Namespace, config: Config) -> int:
     from garmexport.instance.supervisor import run_supervisor
     from garmexport.observe import logs
     from garmexport.observe.metrics_merge import SUPERVISOR
+    from garmexport.process.in_child import call_in_child
     from garmexport.process.instance_id import new_instance_id
 
     logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
                    fields={"reader": SUPERVISOR})
     _prepare_root(args, config)  # once, before its readers start
     if config.jvm.takeover:
-        _take_over_before_joining(config)  # once for the instance, before any reader joins
+        # once for the instance, before any reader joins; in a child, so that the
+        # supervisor never loads pyarrow and librdkafka (52 MB of RSS, DESIGN.md 9.10)
+        call_in_child(_take_over_before_joining, config)
     return run_supervisor(config, args.instance or new_instance_id(), args.config)
 
 

@@ -4,10 +4,11 @@ Pure rules, no I/O. A reader is today's exporter, started by the supervisor with
 settings overridden through ``GARMEXPORT_*`` variables (the last layer of the
 configuration, so they win over the file): its share of the instance's memory budget
 (``writer.max_buffered_bytes``, ``writer.max_open_files``, and librdkafka's pre-fetch
-``kafka.queued.max.messages.kbytes``) and of its worker threads
-(``actors.cores``), ``actors.parallelism`` 1 (a reader never starts readers), and a
-private metrics server on a free loopback port that it writes to a file for the
-supervisor to find.
+``kafka.queued.max.messages.kbytes``), the instance's whole ``actors.cores`` as its own
+worker threads (threads are not shared out: a reader whose writers wait for each other
+while the other reader holds its GIL leaves a core idle, DESIGN.md 9.8), ``actors.parallelism``
+1 (a reader never starts readers), and a private metrics server on a free loopback port
+that it writes to a file for the supervisor to find.
 
 Invariants: the readers' shares never add up to more than the instance's budget (each
 gets at least 1 of a count, so a budget smaller than the readers is the one exception);
@@ -43,7 +44,7 @@ def reader_settings(config: Config, readers: int, index: int, port_file: str) ->
         # librdkafka's pre-fetch is per consumer, outside the writers' budget: shared too
         "KAFKA_QUEUED_MAX_MESSAGES_KBYTES": str(share(prefetch_kb, readers, index)),
         "ACTORS_PARALLELISM": "1",
-        "ACTORS_CORES": str(share(config.actors.worker_threads(), readers, index)),
+        "ACTORS_CORES": str(config.actors.worker_threads()),
         "WRITER_MAX_BUFFERED_BYTES": str(share(w.max_buffered_bytes, readers, index)),
         "WRITER_MAX_OPEN_FILES": str(share(w.max_open_files, readers, index)),
         # health and metrics for the supervisor only: never on the operator's address

@@ -3,7 +3,7 @@ readers and makes them one instance for its operator.
 
 Each reader is today's exporter (``garmexport run --reader rK``) in its own OS process:
 its own consumer in the instance's group, its own actors and worker threads, instance id
-``<instance>-rK``, its share of the memory budget and worker threads
+``<instance>-rK``, its share of the memory budget and ``actors.cores`` worker threads
 (:mod:`garmexport.instance.shares`). Frames never cross a process boundary; the
 supervisor touches no event. What it does:
 

@@ -178,14 +178,15 @@ class ActorsConfig(_Section):
     system_base: str = _f("simpleSystemBase", "thespian system base (only simpleSystemBase: "
                           "see README, Actors and scaling)", choices=("simpleSystemBase",))
     cores: int = _f(0, "threads that run the writers' work (decode, Parquet encoding, "
-                    "publishing) beside the reader's thread; 0: the CPUs this process may use "
-                    "(its affinity, capped by its cgroup CPU quota)", min=0, max=256)
+                    "publishing) beside the reader's thread, in each reader process; 0: the "
+                    "CPUs this process may use (its affinity, capped by its cgroup CPU "
+                    "quota)", min=0, max=256)
 
     parallelism: int = _f(0, "readers of this instance, each its own process with its own "
                           "consumer in the group (1: one process, no supervisor); 0: the "
                           "CPUs this process may use. writer.max_buffered_bytes, "
-                          "writer.max_open_files and the worker threads are shared out among "
-                          "them", min=0, max=64)
+                          "writer.max_open_files and librdkafka's pre-fetch are shared out "
+                          "among them; each runs actors.cores worker threads", min=0, max=64)
 
     def worker_threads(self) -> int:
         """``cores``, or the CPUs this process may use when it is 0."""
@@ -296,7 +297,9 @@ DEFAULT_KAFKA: Mapping[str, object] = {
     # files of all its writers in one step and re-derives every assignment from the output;
     # one rebalance round instead of cooperative-sticky's two.
     "partition.assignment.strategy": "range",
-    "queued.max.messages.kbytes": 65_536,
+    # librdkafka's default is 64 MiB, held outside writer.max_buffered_bytes: with 8 MiB the
+    # 1M catch-up of 2 readers peaks 90-120 MB lower at the same speed (DESIGN.md 9.10).
+    "queued.max.messages.kbytes": 8_192,
     "fetch.max.bytes": 52_428_800,
     "max.partition.fetch.bytes": 4_194_304,
 }

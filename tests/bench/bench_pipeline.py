@@ -24,6 +24,10 @@ readers per instance (README, Readers in parallel: its peak RSS and CPU are the 
 process tree's, supervisor and readers); the others use the defaults (the CPUs the process
 may use, for both). ``garmexport_cores1`` is the exporter confined to one worker thread: the ratio of
 ``garmexport`` to it is what the worker threads gain, in the same run.
+A name may end with ``+TAG`` (``garmexport_par2+arena2``): the run is NAME's, with the
+environment ``--tag-env TAG:KEY=VALUE`` gives it, so a variant and its baseline alternate
+in one invocation on the same topic; ``--tag-root TAG:PATH`` runs another checkout
+(the code before a change) as NAME+TAG.
 
 The headline is the steady state: from the first record received to done, so the group
 join of the test broker (about 5 s, a wait, not work) is in none of the rates or ratios;
@@ -113,8 +117,16 @@ def exporter_env(bootstrap: str, topic: str, group: str, out: Path, **extra: str
     return env
 
 
+#: in an exporter's environment: run the checkout at this path instead of this one
+#: (``--tag-root``); read here, never passed on
+CHECKOUT_VAR = "BENCH_CHECKOUT"
+
+
 def start_exporter(env: dict[str, str], log: Path):
-    return spawn([sys.executable, "-m", "garmexport", "run"], str(log), env=env, cwd=str(ROOT))
+    env = dict(env)
+    root = env.pop(CHECKOUT_VAR, str(ROOT))
+    env["PYTHONPATH"] = env.get("PYTHONPATH", root).replace(str(ROOT), root)
+    return spawn([sys.executable, "-m", "garmexport", "run"], str(log), env=env, cwd=root)
 
 
 def log_events(log: Path, name: str) -> list[dict]:
@@ -417,6 +429,14 @@ def main(argv: list[str] | None = None) -> int:
                         "last record is seconds, not the default minute")
     parser.add_argument("--exporter-env", action="append", default=[], metavar="KEY=VALUE",
                         help="GARMEXPORT_* override for the exporter runs (default: none)")
+    parser.add_argument("--tag-env", action="append", default=[], metavar="TAG:KEY=VALUE",
+                        help="environment of the exporter runs named NAME+TAG only, so that a "
+                        "variant is paired with NAME in the same invocation "
+                        "(e.g. --runs garmexport,garmexport+arena2 --tag-env "
+                        "arena2:MALLOC_ARENA_MAX=2)")
+    parser.add_argument("--tag-root", action="append", default=[], metavar="TAG:PATH",
+                        help="the exporter runs named NAME+TAG run the checkout at PATH "
+                        "(e.g. a git worktree of main): before and after in one invocation")
     parser.add_argument("--json-out", default="bench-results/pipeline.json")
     parser.add_argument("--workdir", help="keep logs and output here (default: a temp dir, removed)")
     args = parser.parse_args(argv)
@@ -425,6 +445,14 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     topic = "garmadon"
     extra = dict(kv.split("=", 1) for kv in args.exporter_env)
+    tagged: dict[str, dict[str, str]] = {}
+    for spec in args.tag_env:
+        tag, _, kv = spec.partition(":")
+        key, _, value = kv.partition("=")
+        tagged.setdefault(tag, {})[key] = value
+    for spec in args.tag_root:
+        tag, _, path = spec.partition(":")
+        tagged.setdefault(tag, {})[CHECKOUT_VAR] = str(Path(path).resolve())
     broker = None
     try:
         broker = start_with_topic(work, topic, args.partitions)
@@ -446,14 +474,16 @@ def main(argv: list[str] | None = None) -> int:
                     outs = [] if name == "read" else ["--out", str(out)]
                     raw = run_program(name, programs[name], [*common, *outs], work)
                 else:
-                    aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if name.endswith(AGED) else {}
-                    cores = re.search(r"_cores(\d+)$", name)
+                    base, _, tag = name.partition("+")
+                    aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if base.endswith(AGED) else {}
+                    cores = re.search(r"_cores(\d+)$", base)
                     if cores:
                         aged["GARMEXPORT_ACTORS_CORES"] = cores.group(1)
-                    readers = re.search(r"_par(\d+)", name)
+                    readers = re.search(r"_par(\d+)", base)
                     if readers:
                         aged["GARMEXPORT_ACTORS_PARALLELISM"] = readers.group(1)
-                    env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra)
+                    env = exporter_env(broker.bootstrap, topic, group, out, **aged, **extra,
+                                       **tagged.get(tag, {}))
                     raw = run_exporters(name, 2 if "_x2" in name else 1, env, n,
                                         args.partitions, work, out)
                 measured.setdefault(name, []).append(summarize(raw, n, produced["value_bytes"]))

@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from garmexport.instance.shares import share
 from garmexport.process.usable_cpus import usable_cpus
 from tests.integration.harness import (
     Exporter, assert_exact, committed_upto, exporter_env, exporter_runs, foreign_visible_files,
@@ -137,9 +136,9 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         lines = run.events()
         assert lines and {d.get("reader") for d in lines} == {"supervisor", "r0", "r1"}
         assert {d["reader"] for d in lines if d["event"] == "assigned"} == {"r0", "r1"}
-        # shares: the instance's worker threads (the usable CPUs) split between the readers
+        # worker threads are not shared out: each reader runs the usable CPUs' worth
         threads = {d["reader"]: d["threads"] for d in run.events("writer_threads")}
-        assert threads == {"r0": share(usable_cpus(), 2, 0), "r1": share(usable_cpus(), 2, 1)}
+        assert threads == {"r0": usable_cpus(), "r1": usable_cpus()}
         assert foreign_visible_files(root) == []
         assert_exact(env, ends)
 

@@ -26,17 +26,17 @@ def test_the_remainder_goes_to_the_first_readers() -> None:
     assert [share(7, 3, k) for k in range(3)] == [3, 2, 2]
 
 
-def test_a_reader_gets_its_share_one_reader_and_a_private_loopback_port() -> None:
+def test_a_reader_gets_its_share_all_the_writer_threads_one_reader_and_a_private_port() -> None:
     config = Config(writer=WriterConfig(max_buffered_bytes=100, max_open_files=2001),
                     actors=ActorsConfig(cores=3, parallelism=2))
     first = reader_settings(config, 2, 0, "/run/r0.port")
     second = reader_settings(config, 2, 1, "/run/r1.port")
-    assert first == {"KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "32768",
-                     "ACTORS_PARALLELISM": "1", "ACTORS_CORES": "2",
+    assert first == {"KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "4096",
+                     "ACTORS_PARALLELISM": "1", "ACTORS_CORES": "3",
                      "WRITER_MAX_BUFFERED_BYTES": "50", "WRITER_MAX_OPEN_FILES": "1001",
                      "METRICS_HOST": "127.0.0.1", "METRICS_PORT": "0",
                      "METRICS_PORT_FILE": "/run/r0.port"}
-    assert second["ACTORS_CORES"] == "1" and second["WRITER_MAX_OPEN_FILES"] == "1000"
+    assert second["ACTORS_CORES"] == "3" and second["WRITER_MAX_OPEN_FILES"] == "1000"
 
 
 def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> None:
@@ -46,12 +46,18 @@ def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> No
     env = reader_env(config, 2, 1, "/run/r1.port", operator)
     assert env["PATH"] == "/bin" and env["GARMEXPORT_SOURCE_TOPIC"] == "garmadon"
     loaded = load_config(None, env)
-    assert loaded.actors.readers() == 1 and loaded.actors.worker_threads() == 1
+    assert loaded.actors.readers() == 1 and loaded.actors.worker_threads() == 2
     assert loaded.writer.max_open_files == 1000  # half the default 2000, not the operator's 10
     assert (loaded.metrics.host, loaded.metrics.port) == ("127.0.0.1", 0)
     assert loaded.metrics.port_file == "/run/r1.port"
-    assert str(loaded.kafka["queued.max.messages.kbytes"]) == "32768"  # half librdkafka's pre-fetch
+    assert str(loaded.kafka["queued.max.messages.kbytes"]) == "4096"  # half the pre-fetch
     assert loaded.source.topic == "garmadon"  # the operator's own settings stay
+
+
+def test_cores_zero_gives_every_reader_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("garmexport.settings.config.usable_cpus", lambda: 4)
+    config = Config(actors=ActorsConfig(cores=0, parallelism=2))
+    assert [reader_settings(config, 2, k, "p")["ACTORS_CORES"] for k in range(2)] == ["4", "4"]
 
 
 def test_parallelism_zero_means_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
