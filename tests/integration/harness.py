@@ -47,9 +47,13 @@ def exporter_env(bootstrap: str, topic: str, root: str, **overrides: object) -> 
     settings = {
         # One reader per process unless a test asks for more (test_parallelism.py): tansu
         # keeps a member that leaves while the group rebalances, and the two readers of a
-        # stopping instance leave together; the next members of that group (the session's
-        # default one, "garmexport") then wait minutes for it (DESIGN.md 9.8). Kafka removes it.
+        # stopping instance leave together; the next members of that group then wait minutes
+        # for it (DESIGN.md 9.8). Kafka removes it.
         "ACTORS_PARALLELISM": 1,
+        # A group per topic, so one test's exporters never wait on another's members in the
+        # session's one broker: a member tansu keeps (above) stalled the next test's join for
+        # over 240 s in a CI run when every test shared the default group.
+        "SOURCE_GROUP_ID": f"garmexport-{topic}",
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "SOURCE_TOPIC": topic, "OUTPUT_ROOT": root,
         "METRICS_PORT": 0, "METRICS_HOST": "127.0.0.1", "WRITER_MAX_FILE_AGE_S": 2,
         "PROTOCOL_HEARTBEAT_INTERVAL_S": 2, "KAFKA_SESSION_TIMEOUT_MS": 3000,
