@@ -45,10 +45,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if args.reader is None and config.actors.readers() > 1:
         return _supervise(args, config)
     if args.reader is not None:
-        from garmexport.observe import logs
-
-        logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
-                       fields={"reader": args.reader})
+        _log_as(config, args.reader)
     from garmexport.pipeline.kafka_source import KafkaSource
 
     _prepare_root(args, config)
@@ -64,19 +61,25 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
 def _supervise(args: argparse.Namespace, config: Config) -> int:
     from garmexport.instance.supervisor import run_supervisor
-    from garmexport.observe import logs
     from garmexport.observe.metrics_merge import SUPERVISOR
     from garmexport.process.in_child import call_in_child
     from garmexport.process.instance_id import new_instance_id
 
-    logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
-                   fields={"reader": SUPERVISOR})
+    _log_as(config, SUPERVISOR)
     _prepare_root(args, config)  # once, before its readers start
     if config.jvm.takeover:
         # once for the instance, before any reader joins; in a child, so that the
         # supervisor never loads pyarrow and librdkafka (52 MB of RSS, DESIGN.md 9.10)
         call_in_child(_take_over_before_joining, config)
     return run_supervisor(config, args.instance or new_instance_id(), args.config)
+
+
+def _log_as(config: Config, reader: str) -> None:
+    """Logs as configured, every line naming ``reader`` (``r0``..., or the supervisor)."""
+    from garmexport.observe import logs
+
+    logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level,
+                   fields={"reader": reader})
 
 
 def _take_over_before_joining(config: Config) -> None:
