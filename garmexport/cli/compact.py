@@ -63,6 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
            "compaction.spark_log_level, ERROR unless set)")
     a("--no-hive", action="store_true", help="do not create or update Hive tables")
     a("--dry-run", action="store_true", help="plan and print, change nothing")
+    a("--grace-s", type=float, default=None,
+      help="seconds the files a metastore query may have listed are kept after the "
+           "partition left them: the run waits this long after flipping a day to its "
+           "compacted view before it changes the day directory (default: "
+           "compaction.retired_grace_s, 3600; 0 swaps at once)")
     a("--show-counts", action="store_true",
       help="after compacting, print rows per table and day read through the Hive tables")
 
@@ -76,6 +81,8 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
     """CompactOptions from the command line over the config's ``[compaction]``."""
     c = config.compaction
     sort = _opt(args, "sort_columns", None)
+    if _opt(args, "grace_s", 0.0) < 0:
+        raise ConfigError(f"--grace-s {args.grace_s}: must be 0 or more seconds")
     return CompactOptions(
         root_uri=spark_root(config.output.root, c.hadoop_root),
         lateness_s=float(_opt(args, "lateness_s", c.lateness_s)),
@@ -89,7 +96,14 @@ def options_from(args: argparse.Namespace, config: Any) -> CompactOptions:
         outputs=tuple(_opt(args, "output", ())),
         days=tuple(_opt(args, "day", ())),
         dry_run=bool(getattr(args, "dry_run", False)),
-        grace_s=float(c.retired_grace_s))
+        grace_s=float(_opt(args, "grace_s", c.retired_grace_s)),
+        sweep_every_s=sweep_every(config.hive.register_delay_s))
+
+
+def sweep_every(register_delay_s: float) -> float:
+    """How often a waiting swap's view takes the exporter's new files: a quarter of the
+    delay the exporter promises for new partitions, between 1 and 15 s."""
+    return max(1.0, min(15.0, register_delay_s / 4))
 
 
 def spark_conf(args: argparse.Namespace) -> dict[str, str]:
@@ -118,7 +132,8 @@ def main(args: argparse.Namespace, config: Any) -> int:
     if not opts.dry_run:  # a crashed run's swap first: readers wait for it, not for Spark
         early = finish_swaps(opts.root_uri, config.output.root, from_output(config.output),
                              metastore_uri if opts.hive else "", config.hive.timeout_s,
-                             opts.tables, opts.lease_wait_s, int(time.time() * 1000))
+                             opts.tables, opts.lease_wait_s, int(time.time() * 1000),
+                             opts.grace_s)
     started = time.monotonic()
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           metastore_uri, spark_conf(args), log_level=_opt(

@@ -67,15 +67,17 @@ def thrift_locator(ms: Metastore, fs: FileOps, tables: TableNaming) -> Locator:
 
 def finish_swaps(root_uri: str, output_root: str, options: StorageOptions | None,
                  metastore_uri: str, timeout_s: float, tables: TableNaming,
-                 lease_wait_s: float, now_ms: int) -> Recovered:
+                 lease_wait_s: float, now_ms: int, grace_s: float = 0.0) -> Recovered:
     """Roll every journaled swap under the root forward, if it can be done without Spark
     (see the module docstring); what was recovered (nothing when it was left to Spark).
 
     ``metastore_uri`` is empty when Hive is off or the metastore is Spark's embedded one.
+    A swap whose grace has not passed is taken to its flip and swept, and left to the
+    Spark run, which waits it out (:func:`.job.wait_out`).
     """
     fs = plain_fs(root_uri, output_root, options)
     try:
-        return _finish(fs, metastore_uri, timeout_s, tables, lease_wait_s, now_ms)
+        return _finish(fs, metastore_uri, timeout_s, tables, lease_wait_s, now_ms, grace_s)
     except StorageError as exc:
         log_event(log, "compaction_recovery_left_to_spark", level=logging.WARNING,
                   reason=str(exc))
@@ -87,7 +89,7 @@ def finish_swaps(root_uri: str, output_root: str, options: StorageOptions | None
 
 
 def _finish(fs: FileOps, metastore_uri: str, timeout_s: float, tables: TableNaming,
-            lease_wait_s: float, now_ms: int) -> Recovered:
+            lease_wait_s: float, now_ms: int, grace_s: float) -> Recovered:
     journals = committed(fs)
     if not journals:
         return NOTHING
@@ -99,7 +101,8 @@ def _finish(fs: FileOps, metastore_uri: str, timeout_s: float, tables: TableNami
     ms = Metastore(metastore_uri, timeout_s) if metastore_uri else None
     try:
         with Lease(fs).hold(lease_wait_s):
-            done = recover_all(fs, thrift_locator(ms, fs, tables) if ms else None, now_ms)
+            done = recover_all(fs, thrift_locator(ms, fs, tables) if ms else None, now_ms,
+                               grace_s)
     except MetastoreError as exc:
         log_event(log, "compaction_recovery_left_to_spark", level=logging.WARNING,
                   journals=len(journals), reason=str(exc))
@@ -108,5 +111,6 @@ def _finish(fs: FileOps, metastore_uri: str, timeout_s: float, tables: TableNami
         if ms is not None:
             ms.close()
     log_event(log, "compaction_recovered_before_spark", rolled_forward=done.rolled_forward,
-              rolled_back=done.rolled_back, seconds=round(time.monotonic() - started, 3))
+              rolled_back=done.rolled_back, waiting=len(done.waiting),
+              seconds=round(time.monotonic() - started, 3))
     return done

@@ -11,9 +11,15 @@ Order, and why:
    for the whole run: markers only grow, so a stale read only folds less.
 3. Per output, per closed day: scan, plan (pure), write with Spark into staging, commit the
    swap (:mod:`.swap`: with a metastore view when Hive is on), then write ``_COMPLETE``
-   when the day is fully compacted and its visible files are the ones it names.
+   when the day is fully compacted and its visible files are the ones it names. A day
+   whose swap waits (below) is neither compacted again nor marked.
 4. Per output, and for ``_quarantine``: the Hive table gets new columns and the new day
    partitions (tables as :mod:`garmexport.hive.tables` defines them).
+5. Wait out the grace of every swap flipped to its view (``grace_s`` since its flip, so
+   that a query planned on the day directory before the flip still finds its files),
+   sweeping the exporter's new files into the views every ``sweep_every_s``; then finish
+   each swap and write its day's ``_COMPLETE``. With a grace of 0 there is nothing to
+   wait for: every swap ended in step 3.
 
 Every step can be repeated after a crash: a rerun recovers, re-plans from what is on disk,
 and the DDL is IF NOT EXISTS.
@@ -35,7 +41,8 @@ from garmexport.compaction.lease import Lease
 from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
                                          view_path)
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
-from garmexport.compaction.recover import Locator, commit_swap, recover_all
+from garmexport.compaction.recover import (Clock, Locator, Waiting, advance, commit,
+                                           recover_all, wall_ms)
 from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
 from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
@@ -59,8 +66,13 @@ class CompactOptions:
     outputs: tuple[str, ...] = ()  # empty: every dataset under the root
     days: tuple[str, ...] = ()  # empty: every closed day
     dry_run: bool = False
-    #: a retired metastore view is deleted this long after the metastore left it
+    #: the files a metastore query may have listed are kept this long after the metastore
+    #: left them: the day directory's old files after the flip to the view, a retired view
+    #: after the flip back
     grace_s: float = 3600.0
+    #: while a swap waits out its grace, the exporter's new files of its day are copied
+    #: into its view this often (a quarter of ``hive.register_delay_s`` in the CLI)
+    sweep_every_s: float = 5.0
     #: how long a run waits for another run of the same root to finish
     lease_wait_s: float = 3 * 3600.0
 
@@ -90,6 +102,9 @@ class Summary:
     #: of its inputs at once: first output published into the day dir to last input deleted
     #: (metastore readers are on the view meanwhile)
     max_swap_s: float = 0.0
+    #: swaps that waited out the grace in this run, and how long the run waited for them
+    swaps_waited: int = 0
+    waited_s: float = 0.0
 
     def as_dict(self, dry_run: bool = False) -> dict[str, Any]:
         """The fields by name; a dry run's under names that say they are planned, not
@@ -114,7 +129,8 @@ class Summary:
                 f"MiB, {self.rows} rows, {self.files_left} files left, recovered "
                 f"{self.rolled_forward} forward / {self.rolled_back} back, "
                 f"{len(self.problems)} problems, {self.seconds:.1f} s; longest swap window "
-                f"{self.max_swap_s:.3f} s")
+                f"{self.max_swap_s:.3f} s; waited {self.waited_s:.0f} s for the grace of "
+                f"{self.swaps_waited} swaps")
 
 
 def journal_for(plan: DayPlan, staged: list[str], view: bool = False) -> Journal:
@@ -150,12 +166,16 @@ def _count(summary: Summary, plan: DayPlan, bytes_out: int) -> int:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What every day of one run shares: the lease, the metastore flips, the time."""
+    """What every day of one run shares: the lease, the metastore flips, the time, and the
+    swaps waiting out their grace."""
 
     lease: Lease
     locator: Locator | None
     now_ms: int
     crash: Callable[[str], None]
+    grace_s: float = 0.0
+    clock: Clock = wall_ms
+    waiting: list[Waiting] = field(default_factory=list)
 
 
 def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day: str,
@@ -179,14 +199,19 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
                                          opts.sort_columns)
     journal = journal_for(plan, staged, view=ctx.locator is not None)
     ctx.lease.check()  # a run that lost the lease must not commit
-    swap_s = commit_swap(fs, journal, ctx.crash, ctx.locator, ctx.now_ms)
+    outcome = commit(fs, journal, ctx.crash, ctx.locator, ctx.now_ms, ctx.grace_s, ctx.clock)
+    swap_s = outcome.window_s
     summary.max_swap_s = max(summary.max_swap_s, swap_s)
     bytes_in = _count(summary, plan, bytes_out)
     log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,
               files_in=len(plan.inputs), files_out=len(plan.outputs), bytes_in=bytes_in,
               bytes_out=bytes_out, left=len(plan.left), swap_s=round(swap_s, 3),
-              seconds=round(time.monotonic() - started, 2))
-    return [m.final for m in journal.moves]
+              seconds=round(time.monotonic() - started, 2),
+              waits_s=None if outcome.due_at_ms is None else round(ctx.grace_s, 1))
+    if outcome.due_at_ms is None:
+        return [m.final for m in journal.moves]
+    ctx.waiting.append(Waiting(journal, outcome.due_at_ms))
+    return [journal.in_view(m) for m in journal.moves]
 
 
 def sync_hive(spark: Any, fs: FileOps, opts: CompactOptions, output: str, days: list[str],
@@ -222,19 +247,26 @@ def locator_of(spark: Any, fs: FileOps, opts: CompactOptions) -> Locator | None:
 
 
 def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
-        crash: Callable[[str], None] = crash_point) -> Summary:
+        crash: Callable[[str], None] = crash_point, clock: Clock = wall_ms) -> Summary:
     """Run compaction once over the root (see the module docstring)."""
     started = time.monotonic()
     with Lease(fs).hold(opts.lease_wait_s) as lease:
+        locator = locator_of(spark, fs, opts)
         return _run(spark, fs, opts, now_ms,
-                    RunContext(lease, locator_of(spark, fs, opts), now_ms, crash), started)
+                    RunContext(lease, locator, now_ms, crash,
+                               opts.grace_s if locator is not None else 0.0, clock), started)
 
 
 def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunContext,
          started: float) -> Summary:
     summary = Summary()
-    recovered = recover_all(fs, ctx.locator, now_ms)
+    if opts.dry_run:
+        recovered = recover_all(fs, ctx.locator, now_ms)
+    else:
+        recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock)
     summary.rolled_forward, summary.rolled_back = recovered.rolled_forward, recovered.rolled_back
+    ctx.waiting.extend(recovered.waiting)
+    held = {(w.journal.output, w.journal.day) for w in recovered.waiting}
     if not opts.dry_run:
         summary.views_deleted = retired.sweep(fs, now_ms, opts.grace_s)
     facts = read_markers(fs)
@@ -247,9 +279,12 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
         for day in days:
             if (opts.days and day not in opts.days) or not is_closed(epoch_day(day), last_closed):
                 continue
+            if (output, day) in held:  # its swap waits out the grace (step 5)
+                continue
+            waits = len(ctx.waiting)
             written += compact_day(spark, fs, opts, output, day, facts.watermarks(output),
                                    summary, ctx)
-            if not opts.dry_run:
+            if not opts.dry_run and len(ctx.waiting) == waits:
                 summary.complete_written += complete.mark_if_complete(
                     fs, output, day, now_ms, opts.lateness_s, ctx.crash)
         if opts.hive and days and not opts.dry_run:
@@ -257,7 +292,50 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
     quarantine_days = list_days(fs, QUARANTINE_DIR)
     if opts.hive and quarantine_days and not opts.dry_run and not opts.outputs:
         sync_hive(spark, fs, opts, QUARANTINE_DIR, quarantine_days, [])
+    wait_out(fs, opts, ctx, summary)
     summary.seconds = time.monotonic() - started
     log_event(log, "compaction_done", dry_run=opts.dry_run, **{k: v for k, v in vars(summary).items()
                                          if k != "problems"}, problems=len(summary.problems))
     return summary
+
+
+def wait_out(fs: FileOps, opts: CompactOptions, ctx: RunContext, summary: Summary) -> None:
+    """Step 5: sweep every waiting swap's view until its grace has passed, then finish it
+    and mark its day; progress is logged every minute."""
+    if not ctx.waiting:
+        return
+    started, said = time.monotonic(), -1
+    log_event(log, "compaction_grace_wait", swaps=len(ctx.waiting), grace_s=ctx.grace_s,
+              longest_s=round(max(0, max(w.due_at_ms for w in ctx.waiting) - ctx.clock())
+                              / 1000, 1))
+    swept = False
+    while ctx.waiting:
+        ctx.lease.check()  # a run that lost the lease must not touch a day directory
+        for w in list(ctx.waiting):
+            outcome = advance(fs, w.journal, ctx.crash, ctx.locator, ctx.now_ms, ctx.grace_s,
+                              ctx.clock)
+            if outcome.due_at_ms is not None:
+                continue
+            ctx.waiting.remove(w)
+            j = w.journal
+            summary.swaps_waited += 1
+            summary.max_swap_s = max(summary.max_swap_s, outcome.window_s)
+            log_event(log, "compaction_swap_finished", output=j.output, day=j.day,
+                      generation=j.generation, swap_s=round(outcome.window_s, 3))
+            summary.complete_written += complete.mark_if_complete(
+                fs, j.output, j.day, ctx.now_ms, opts.lateness_s, ctx.crash)
+        if not swept:
+            swept = True
+            ctx.crash("waiting")
+        if not ctx.waiting:
+            break
+        waited = time.monotonic() - started
+        if int(waited // 60) > said:
+            said = int(waited // 60)
+            log_event(log, "compaction_grace_waiting", swaps=len(ctx.waiting),
+                      waited_s=round(waited),
+                      left_s=round(max(0, min(w.due_at_ms for w in ctx.waiting)
+                                       - ctx.clock()) / 1000, 1))
+        next_due_s = (min(w.due_at_ms for w in ctx.waiting) - ctx.clock()) / 1000
+        time.sleep(max(0.05, min(opts.sweep_every_s, next_due_s)))
+    summary.waited_s = time.monotonic() - started

@@ -5,18 +5,26 @@ actions :func:`.swap.roll_forward` returns. Recovery must run before any plannin
 a plan never sees both the inputs and the outputs of one generation. The metastore flips
 go through ``locate(output, day, path)`` (:func:`garmexport.compaction.hive.locate`); a
 swap with a view cannot be finished without it.
+
+A swap with a view goes past its flip only once ``grace_s`` has passed since the flip's
+recorded wall time (:mod:`.swap`, "wait"); until then :func:`advance` only sweeps the
+day's new files into the view and says when the swap is due (:class:`Outcome`). The job
+waits it out (:mod:`.job`); a run that finds a waiting swap at its start leaves it
+waiting and never compacts its day again before it is over.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction import retired
 from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, day_dir, journal_path,
-                                         parse_journal)
+                                         parse_journal, parse_staging)
 from garmexport.compaction.swap import Effects, Journal, apply, crash_point, roll_forward
 from garmexport.errors import ProtocolViolation
 from garmexport.observe.logs import log_event
@@ -31,14 +39,31 @@ def _no_crash(step: str) -> None:
 
 #: points the partition of (output, day) at a directory (relative to the root)
 Locator = Callable[[str, str, str], None]
+#: the wall clock in milliseconds: flip records and the grace since them
+Clock = Callable[[], int]
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where one swap stands after :func:`advance`."""
+
+    #: the path readers' window of this call in seconds (:func:`.swap.apply`)
+    window_s: float
+    #: wall time (ms) from which the swap may finish; None once it is over
+    due_at_ms: int | None = None
 
 
 class SwapEffects(Effects):
     """The flips through ``locator`` and retirement records stamped ``now_ms``."""
 
     def __init__(self, fs: FileOps, journal: Journal, locator: Locator | None,
-                 now_ms: int) -> None:
+                 now_ms: int, clock: Clock = wall_ms) -> None:
         self._fs, self._journal, self._locator, self._now_ms = fs, journal, locator, now_ms
+        self._clock = clock
 
     def locate(self, path: str) -> None:
         if self._locator is None:
@@ -46,29 +71,62 @@ class SwapEffects(Effects):
         else:
             self._locator(self._journal.output, self._journal.day, path)
 
+    def flipped(self, path: str) -> None:
+        self._fs.write(path, json.dumps({"flipped_at_ms": self._clock()}).encode())
+
     def retire(self, view: str) -> None:
         j = self._journal
         retired.record(self._fs, j.output, j.day, j.generation, view, self._now_ms)
 
 
-def finish(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
-           locator: Locator | None = None, now_ms: int = 0) -> float:
-    """Roll a committed journal forward to the end (idempotent); the path readers' window
-    in seconds (:func:`.swap.apply`)."""
+def flipped_at(fs: FileOps, journal: Journal) -> int | None:
+    """The recorded wall time of the journal's flip to its view, or None (not flipped, or
+    not recorded: then the flip is made and recorded again)."""
+    head, _, name = journal.flip_record.rpartition("/")
+    if not any(e.name == name and not e.is_dir for e in fs.list(head)):
+        return None
+    try:
+        return int(json.loads(fs.read(journal.flip_record))["flipped_at_ms"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ProtocolViolation(f"unreadable flip record {journal.flip_record}: {exc}"
+                                ) from exc
+
+
+def advance(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
+            locator: Locator | None = None, now_ms: int = 0, grace_s: float = 0.0,
+            clock: Clock = wall_ms) -> Outcome:
+    """Take a committed swap as far as it may go now (idempotent): to its end, or, with a
+    view and less than ``grace_s`` since its flip, to the flip and a sweep of the view."""
     base = day_dir(journal.output, journal.day)
     dirs = [journal.staging] + ([journal.view] if journal.view else [])
+    flipped = flipped_at(fs, journal) if journal.view else None
     present = frozenset([f"{base}/{e.name}" for e in fs.list(base) if not e.is_dir] +
-                        [f"{d}/{e.name}" for d in dirs for e in fs.list(d)])
+                        [f"{d}/{e.name}" for d in dirs for e in fs.list(d)] +
+                        ([journal.flip_record] if flipped is not None else []))
+    due = grace_s <= 0 or (flipped is not None and clock() - flipped >= grace_s * 1000)
     jpath = journal_path(journal.output, journal.day, journal.generation)
-    return apply(fs, roll_forward(journal, present, jpath), crash,
-                 SwapEffects(fs, journal, locator, now_ms))
+    window = apply(fs, roll_forward(journal, present, jpath, due), crash,
+                   SwapEffects(fs, journal, locator, now_ms, clock))
+    head, _, name = jpath.rpartition("/")
+    if due or not journal.view or not any(e.name == name for e in fs.list(head)):
+        return Outcome(window)  # over (a swapped day only flips back and cleans up)
+    since = flipped_at(fs, journal) if flipped is None else flipped
+    if since is None:  # the actions above record it
+        raise ProtocolViolation(f"the flip of {jpath} was not recorded")
+    return Outcome(window, since + int(grace_s * 1000))
 
 
-def commit_swap(fs: FileOps, journal: Journal,
-                crash: Callable[[str], None] = crash_point, locator: Locator | None = None,
-                now_ms: int = 0) -> float:
-    """Remove ``_COMPLETE``, write the journal (the commit point), then finish the swap;
-    the path readers' window in seconds.
+def finish(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
+           locator: Locator | None = None, now_ms: int = 0) -> float:
+    """Roll a committed journal forward to the end (idempotent), with no grace; the path
+    readers' window in seconds (:func:`.swap.apply`)."""
+    return advance(fs, journal, crash, locator, now_ms).window_s
+
+
+def commit(fs: FileOps, journal: Journal, crash: Callable[[str], None] = crash_point,
+           locator: Locator | None = None, now_ms: int = 0, grace_s: float = 0.0,
+           clock: Clock = wall_ms) -> Outcome:
+    """Remove ``_COMPLETE``, write the journal (the commit point), then :func:`advance`.
 
     ``_COMPLETE`` goes first: from the commit point on, the day is not the one it names.
     """
@@ -76,13 +134,31 @@ def commit_swap(fs: FileOps, journal: Journal,
     crash("before-journal")
     fs.write(journal_path(journal.output, journal.day, journal.generation), journal.to_json())
     crash("after-journal")
-    return finish(fs, journal, crash, locator, now_ms)
+    return advance(fs, journal, crash, locator, now_ms, grace_s, clock)
+
+
+def commit_swap(fs: FileOps, journal: Journal,
+                crash: Callable[[str], None] = crash_point, locator: Locator | None = None,
+                now_ms: int = 0) -> float:
+    """:func:`commit` with no grace: the swap ends before it returns; the path readers'
+    window in seconds."""
+    return commit(fs, journal, crash, locator, now_ms).window_s
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A swap flipped to its view that may finish from ``due_at_ms`` on."""
+
+    journal: Journal
+    due_at_ms: int
 
 
 @dataclass(frozen=True)
 class Recovered:
     rolled_forward: int
     rolled_back: int
+    #: swaps left flipped to their view until their grace has passed
+    waiting: tuple[Waiting, ...] = ()
 
 
 def _day_dirs(fs: FileOps) -> Iterator[tuple[str, str, str]]:
@@ -112,23 +188,44 @@ def committed(fs: FileOps) -> list[Journal]:
     return [j for _, _, base in _day_dirs(fs) for j in _journals_in(fs, base)]
 
 
-def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0) -> Recovered:
-    """Finish every committed swap and undo every uncommitted one under the root.
+def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
+                grace_s: float = 0.0, clock: Clock = wall_ms) -> Recovered:
+    """Finish every committed swap that is due, take every other one to its flip, and
+    undo every uncommitted one under the root.
 
     Call it holding the root's lease (:mod:`.lease`): a staging dir without a journal is
     taken for a crashed run's, and deleted.
     """
     forward = back = 0
+    waiting: list[Waiting] = []
     for output, day, base in _day_dirs(fs):
+        live: set[int] = set()
         for journal in _journals_in(fs, base):
-            finish(fs, journal, locator=locator, now_ms=now_ms)
+            outcome = advance(fs, journal, locator=locator, now_ms=now_ms, grace_s=grace_s,
+                              clock=clock)
+            if outcome.due_at_ms is not None:
+                waiting.append(Waiting(journal, outcome.due_at_ms))
+                live.add(journal.generation)
+                log_event(log, "compaction_swap_waiting", output=output, day=day,
+                          generation=journal.generation,
+                          due_in_s=round(max(0, outcome.due_at_ms - clock()) / 1000, 1))
+                continue
             forward += 1
             log_event(log, "compaction_rolled_forward", output=output, day=day,
                       generation=journal.generation)
         for e in fs.list(base):  # staging dirs with no journal, journal temp files
+            if _of_generation(e.name) in live:
+                continue  # the staging dir and flip record of a waiting swap
             (fs.delete_tree if e.is_dir else fs.delete)(f"{base}/{e.name}")
             back += e.is_dir
             if e.is_dir:
                 log_event(log, "compaction_rolled_back", output=output, day=day,
                           staging=e.name)
-    return Recovered(forward, back)
+    return Recovered(forward, back, tuple(waiting))
+
+
+def _of_generation(name: str) -> int | None:
+    """The generation a work-dir entry belongs to: journal, staging dir or flip record."""
+    stem = name[:-len(".flip")] if name.endswith(".flip") else name
+    g = parse_journal(stem)
+    return g if g is not None else parse_staging(stem)

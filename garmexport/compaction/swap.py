@@ -18,13 +18,20 @@ Steps of one generation G of (output, day)::
               the view. Its existence IS the commit point.
     3 view    the staged outputs are renamed into the view, and every other file a reader
               of the day sees (not an input) is copied there (a hard link on a local disk)
-    4 flip    the partition's location -> the view           (metastore readers: after)
+    4 flip    the partition's location -> the view           (metastore readers: after);
+              then the flip's wall time is recorded in _compaction/<output>/day=D/gG.flip
+      wait    until the grace has passed since the flip, the day directory is left as it
+              was (path readers: before), and files the exporter publishes into it are
+              copied into the view (step 3 again: the *sweep*), so that a query planned
+              on the day directory before the flip still finds every file it listed
     5 publish per output: write the sidecar, copy view -> final name in the day dir
     6 delete  every input file (a compacted input: data file first, then its sidecar)
     7 unflip  the partition's location -> the day directory  (metastore readers: after)
     8 retire  the view is recorded as retired now; it is deleted a grace period later
-              (:func:`sweep_retired`), so a query that listed it still finds its files
-    9 clean   remove the staging dir, then the journal
+              (:func:`.retired.sweep`), so a query that listed it still finds its files
+    9 clean   remove the staging dir, the flip record, then the journal
+
+With a grace of 0, steps 5-9 follow step 4 at once, as before the wait existed.
 
 Without a metastore (``compact --no-hive``) a journal has no view: steps 3, 4, 7 and 8 are
 skipped and step 5 renames staged -> final, as before views existed.
@@ -38,14 +45,17 @@ one):
 - journal gG exists (crash in 3-9): :func:`roll_forward` computes the remaining actions
   from what is present and applies them: done renames and copies are skipped, missing
   sidecars are written, inputs still present are deleted, and both flips are made again
-  (setting a location is idempotent). An output that is neither staged, in the view nor
+  (setting a location is idempotent). Steps 5-9 only once the grace since the recorded
+  flip has passed (``due``); a flip without a record is made and recorded again, so the
+  grace then counts from the later time, never from an earlier one. An output that is neither staged, in the view nor
   final is a :class:`ProtocolViolation` and no input is deleted.
 
 What each reader sees, crash or not: a metastore reader sees the day before the swap until
 step 4 and after it from then on (the view, then the day directory once it equals the
 view). A path reader of the day directory sees it change file by file in steps 5-6: some
 rows twice for that window (the run reports it), or until the next run after a crash there.
-Files the exporter publishes into the day after step 3 reach metastore readers at step 7.
+Files the exporter publishes into the day after step 3 reach metastore readers at the next
+sweep, or at step 7.
 
 Assumptions: one compaction job per output root at a time (:mod:`.lease` makes sure); the
 lateness delay is longer than any exporter zombie can live (session timeout + max file
@@ -70,11 +80,12 @@ CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejec
 #: test can SIGKILL its whole process group (the Spark JVM included) from outside
 CRASH_STOP_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_STOP"
 #: crash points, in the order a swap with a view reaches them: "before-journal",
-#: "after-journal", "mid-view", "after-view", "after-flip", "mid-publish", "after-publish",
-#: "mid-delete", "after-delete", "after-unflip" (a swap without a view skips the view and
-#: flip ones). The first six keep their old places in the tuple.
+#: "after-journal", "mid-view", "after-view", "after-flip", "waiting" (the run waits out
+#: the grace: :mod:`.job`), "mid-publish", "after-publish", "mid-delete", "after-delete",
+#: "after-unflip" (a swap without a view skips the view, flip and wait ones). The first
+#: six keep their old places in the tuple.
 STEPS = ("before-journal", "after-journal", "mid-publish", "after-publish", "mid-delete",
-         "after-delete", "mid-view", "after-view", "after-flip", "after-unflip")
+         "after-delete", "mid-view", "after-view", "after-flip", "after-unflip", "waiting")
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,11 @@ class Journal:
         """The day directory, the parent of every final name."""
         return f"{self.output}/day={self.day}"
 
+    @property
+    def flip_record(self) -> str:
+        """Where the wall time of the flip to the view is recorded (beside the journal)."""
+        return f"{self.staging}.flip"
+
     def in_view(self, move: Move) -> str:
         """Where ``move``'s output sits in the view (its final name)."""
         return f"{self.view}/{move.final.rpartition('/')[2]}"
@@ -139,10 +155,12 @@ class Rename:
 
 @dataclass(frozen=True)
 class Copy:
-    """Copy ``src`` to ``dst`` (never overwriting); both stay."""
+    """Copy ``src`` to ``dst`` (never overwriting); both stay. ``publish``: ``dst`` is in
+    the day directory, so path readers see it from now on."""
 
     src: str
     dst: str
+    publish: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,7 +175,16 @@ class DeleteTree:
 
 @dataclass(frozen=True)
 class Locate:
-    """Point the day's metastore partition at directory ``path`` (relative to the root)."""
+    """Point the day's metastore partition at directory ``path`` (relative to the root):
+    the view, or with ``back`` the day directory again."""
+
+    path: str
+    back: bool = False
+
+
+@dataclass(frozen=True)
+class Flipped:
+    """Record at ``path`` the wall time at which the metastore moved to the view."""
 
     path: str
 
@@ -169,7 +196,7 @@ class Retire:
     view: str
 
 
-Action = WriteFile | Rename | Copy | Delete | DeleteTree | Locate | Retire
+Action = WriteFile | Rename | Copy | Delete | DeleteTree | Locate | Flipped | Retire
 
 
 def _missing_output(m: Move, journal_path: str) -> ProtocolViolation:
@@ -177,15 +204,20 @@ def _missing_output(m: Move, journal_path: str) -> ProtocolViolation:
                              "is neither staged nor published; inputs are kept")
 
 
-def roll_forward(journal: Journal, present: frozenset[str], journal_path: str) -> list[Action]:
-    """The actions that finish a committed swap, given the set of paths that exist.
+def roll_forward(journal: Journal, present: frozenset[str], journal_path: str,
+                 due: bool = True) -> list[Action]:
+    """The actions that take a committed swap as far as it may go now, given the set of
+    paths that exist.
 
-    ``present`` holds the files of the day directory, the staging dir and the view. Pure.
-    Raises ProtocolViolation if an output is neither staged nor final (nor in the view):
-    its rows would be lost by deleting the inputs.
+    ``present`` holds the files of the day directory, the staging dir and the view, and
+    the journal's flip record if it exists. ``due``: the grace since the flip has passed
+    (or is 0), so the day directory may change (steps 5-9); else a swap with a view goes
+    no further than the flip, and a flipped one only sweeps. Pure. Raises
+    ProtocolViolation if an output is neither staged nor final (nor in the view): its rows
+    would be lost by deleting the inputs.
     """
     if journal.view:
-        return _roll_forward_view(journal, present, journal_path)
+        return _roll_forward_view(journal, present, journal_path, due)
     actions: list[Action] = []
     for m in journal.moves:
         if m.sidecar not in present:
@@ -214,31 +246,44 @@ def view_extras(journal: Journal, present: frozenset[str]) -> list[str]:
                   and "/" not in p[len(base):] and not is_hidden(p[len(base):]))
 
 
-def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: str
-                       ) -> list[Action]:
+def fill_view(journal: Journal, present: frozenset[str], journal_path: str
+              ) -> list[Action]:
+    """Step 3, and the sweep: what the view lacks of the day after the swap (pure)."""
+    actions: list[Action] = []
+    for m in journal.moves:
+        if m.final in present or journal.in_view(m) in present:
+            continue
+        if m.staged not in present:
+            raise _missing_output(m, journal_path)
+        actions.append(Rename(m.staged, journal.in_view(m)))
+    actions.extend(Copy(f"{journal.day_dir}/{n}", f"{journal.view}/{n}")
+                   for n in view_extras(journal, present)
+                   if f"{journal.view}/{n}" not in present)
+    return actions
+
+
+def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: str,
+                       due: bool) -> list[Action]:
     actions: list[Action] = []
     swapped = (all(m.final in present for m in journal.moves)
                and not any(p in present for p in journal.deletes))
     if not swapped:  # steps 3-6; once the day dir is swapped, the view is complete too
-        for m in journal.moves:
-            if m.final in present or journal.in_view(m) in present:
-                continue
-            if m.staged not in present:
-                raise _missing_output(m, journal_path)
-            actions.append(Rename(m.staged, journal.in_view(m)))
-        actions.extend(Copy(f"{journal.day_dir}/{n}", f"{journal.view}/{n}")
-                       for n in view_extras(journal, present)
-                       if f"{journal.view}/{n}" not in present)
-        actions.append(Locate(journal.view))
+        actions.extend(fill_view(journal, present, journal_path))
+        if journal.flip_record not in present:
+            actions.append(Locate(journal.view))
+            actions.append(Flipped(journal.flip_record))
+        if not due:  # the day directory stays as it is until the grace has passed
+            return actions
         for m in journal.moves:
             if m.sidecar not in present:
                 actions.append(WriteFile(m.sidecar, m.sidecar_body))
             if m.final not in present:
-                actions.append(Copy(journal.in_view(m), m.final))
+                actions.append(Copy(journal.in_view(m), m.final, publish=True))
         actions.extend(Delete(p) for p in journal.deletes if p in present)
-    actions.append(Locate(journal.day_dir))
+    actions.append(Locate(journal.day_dir, back=True))
     actions.append(Retire(journal.view))
     actions.append(DeleteTree(journal.staging))
+    actions.append(Delete(journal.flip_record))
     actions.append(Delete(journal_path))
     return actions
 
@@ -257,16 +302,20 @@ def crash_point(step: str) -> None:
 
 
 class Effects:
-    """What :func:`apply` does beyond files: the metastore flip and the retirement record.
+    """What :func:`apply` does beyond files: the metastore flips and the time records.
 
     ``locate(path)`` points the day's partition at ``path`` (relative to the root);
-    ``retire(view)`` records the view's retirement time. The default does neither, which
-    is right only for journals without a view.
+    ``flipped(path)`` records the flip's wall time at ``path``; ``retire(view)`` records
+    the view's retirement time. The default does none, which is right only for journals
+    without a view.
     """
 
     def locate(self, path: str) -> None:
         raise ProtocolViolation(f"a swap with a metastore view needs the metastore to point "
                                 f"the partition at {path}; run compact with Hive on")
+
+    def flipped(self, path: str) -> None:
+        raise ProtocolViolation(f"cannot record the flip at {path} without a clock")
 
     def retire(self, view: str) -> None:
         raise ProtocolViolation(f"cannot retire view {view} without a clock")
@@ -298,7 +347,6 @@ def apply(fs: object, actions: Iterable[Action],
         if not window:
             window.append(time.monotonic())
 
-    flips = 0
     for a in actions:
         if isinstance(a, WriteFile):
             fs.write(a.path, a.body.encode())  # type: ignore[attr-defined]
@@ -308,20 +356,21 @@ def apply(fs: object, actions: Iterable[Action],
             fs.rename(a.src, a.dst)  # type: ignore[attr-defined]
             once("mid-view" if viewed else "mid-publish")
         elif isinstance(a, Copy):
-            if flips:
+            if a.publish:
                 publishing()
             fs.copy(a.src, a.dst)  # type: ignore[attr-defined]
-            if flips:
+            if a.publish:
                 once("mid-publish")
         elif isinstance(a, Locate):
-            if flips == 0:
-                once("after-view")
-            else:
+            if a.back:
                 once("after-publish")
                 once("after-delete")
+            else:
+                once("after-view")
             effects.locate(a.path)
-            flips += 1
-            once("after-flip" if flips == 1 else "after-unflip")
+            once("after-unflip" if a.back else "after-flip")
+        elif isinstance(a, Flipped):
+            effects.flipped(a.path)
         elif isinstance(a, Retire):
             effects.retire(a.view)
         elif isinstance(a, Delete):

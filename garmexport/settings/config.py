@@ -229,9 +229,12 @@ class CompactionConfig(_Section):
                           "s3a://, file:// URI); empty: derived from output.root, a "
                           "webhdfs://nn:9870/p root becoming hdfs://nn/p (RPC port 8020)",
                           pattern=r"(?:[A-Za-z][A-Za-z0-9+.-]*://.+)?")
-    retired_grace_s: float = _f(3600.0, "after a swap, the files the Hive partition pointed at "
-                                "during it are kept this long, so that a query that listed "
-                                "them still finds them", min=0)
+    retired_grace_s: float = _f(3600.0, "the files a Hive query may have listed are kept "
+                                "this long after the partition left them: compact waits "
+                                "this long after flipping a day to its compacted view "
+                                "before it changes the day directory, and deletes a view "
+                                "this long after the flip back. Longer than any query "
+                                "runs; 0 swaps at once", min=0)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

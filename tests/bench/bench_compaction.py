@@ -77,7 +77,8 @@ def main() -> None:
         spark = build_session("local[2]", "", local_spark_conf(os.path.join(tmp, "ss")))
         spark.sparkContext.setLogLevel("ERROR")
         startup = time.perf_counter() - t0
-        opts = CompactOptions(root_uri=LocalFs(a).uri, lateness_s=0.0, target_file_bytes=target,
+        opts = CompactOptions(root_uri=LocalFs(a).uri, lateness_s=0.0, grace_s=0.0,
+                              target_file_bytes=target,
                               sort_columns=SORT, codec="zstd", hive=False)
         t0 = time.perf_counter()
         summary = run(spark, LocalFs(a), opts, NOW_MS)

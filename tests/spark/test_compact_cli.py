@@ -45,6 +45,7 @@ def compact(tmp_path: Path, root: Path, *args: str, **env_vars: str,
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     env.update(SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO),
                GARMEXPORT_OUTPUT_ROOT=str(root), GARMEXPORT_COMPACTION_LATENESS_S="3600",
+               GARMEXPORT_COMPACTION_RETIRED_GRACE_S="0",  # swaps end within the run
                **env_vars)
     # cwd: the embedded Derby metastore and the warehouse land in the working directory
     return subprocess.run([sys.executable, "-m", "garmexport", "compact", *args], env=env,

@@ -30,6 +30,7 @@ def test_a_compaction_run_reports_what_its_summary_says(pushgateway: Pushgateway
     small_day(root)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     env.update({"GARMEXPORT_OUTPUT_ROOT": root, "GARMEXPORT_COMPACTION_LATENESS_S": "3600",
+                "GARMEXPORT_COMPACTION_RETIRED_GRACE_S": "0",  # swaps end within the run
                 "GARMEXPORT_COMPACTION_SPARK_MASTER": "local[1]",
                 "GARMEXPORT_COMPACTION_PUSHGATEWAY_URL": pushgateway.url,
                 "SPARK_LOCAL_IP": "127.0.0.1",

@@ -67,6 +67,7 @@ def test_compaction_of_a_real_run_alongside_the_exporter_stays_exact(broker, tmp
     root = tmp_path / "out"
     env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_ROWS=10,
                        WRITER_IDLE_FLUSH_S=1, COMPACTION_LATENESS_S=0,
+                       COMPACTION_RETIRED_GRACE_S=0,
                        COMPACTION_SPARK_MASTER="local[1]")
     exporter = Exporter(env, tmp_path, "exporter")
     stop, sent = threading.Event(), []

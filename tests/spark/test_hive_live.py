@@ -208,7 +208,8 @@ def three_instances(broker: Any, metastore: Any, tmp_path_factory: pytest.TempPa
     produce(broker.bootstrap, topic, 6000, partitions=6, days=3, mix=MIX, bad_share=0.01)
     root = tmp / "out"
     env = hive_env(broker, topic, root, metastore, "three",
-                   COMPACTION_LATENESS_S=0, COMPACTION_SPARK_MASTER="local[1]")
+                   COMPACTION_LATENESS_S=0, COMPACTION_RETIRED_GRACE_S=0,
+                   COMPACTION_SPARK_MASTER="local[1]")
     exporters = [Exporter(env, tmp, f"three-{i}") for i in range(3)]
     try:
         ends = topic_ends(broker.bootstrap, topic)

@@ -120,7 +120,7 @@ def test_compaction_of_a_mixed_day_folds_garmexport_files_and_leaves_jvm_files_a
     digest = {f: hashlib.sha256(f.read_bytes()).hexdigest() for f in built.files}
 
     fs = LocalFs(str(root))
-    summary = run(spark, fs, CompactOptions(root_uri=fs.uri, lateness_s=3600.0,
+    summary = run(spark, fs, CompactOptions(root_uri=fs.uri, lateness_s=3600.0, grace_s=0.0,
                                             target_file_bytes=64 << 20,
                                             sort_columns=("kafka_partition", "kafka_offset"),
                                             codec="zstd", hive=False), now_ms)

@@ -175,7 +175,9 @@ def test_the_shipped_app_and_nightly_job_run_as_defined_against_local_stand_ins(
     # disk of the WebHDFS stand-in; the metastore is a real one on loopback.
     env = task_env(job["run"]["env"], sandbox, SPARK_LOCAL_IP="127.0.0.1",
                    GARMEXPORT_COMPACTION_HADOOP_ROOT="file://" + webhdfs.local(HDFS_PATH),
-                   GARMEXPORT_HIVE_METASTORE_URI=metastore.uri)
+                   GARMEXPORT_HIVE_METASTORE_URI=metastore.uri,
+                   # the one tuning added: the job waits its grace out, not an hour
+                   GARMEXPORT_COMPACTION_RETIRED_GRACE_S="3")
     out, err = tmp_path / "job.out", tmp_path / "job.err"
     compaction = launch(job["run"]["cmd"], env, sandbox, out, err)
     try:

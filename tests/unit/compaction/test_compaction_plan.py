@@ -226,3 +226,26 @@ def test_output_roots_become_hadoop_uris() -> None:
     assert spark_root("/data/out/") == "file:///data/out"
     assert spark_root("s3://bucket/out") == "s3a://bucket/out"
     assert spark_root("hdfs://nn:8020/out/") == "hdfs://nn:8020/out"
+
+
+def test_the_grace_comes_from_the_config_or_the_command_line_and_the_sweep_from_the_delay(
+        ) -> None:
+    import argparse
+    from dataclasses import replace
+
+    from garmexport.cli.compact import add_arguments, options_from, sweep_every
+    from garmexport.errors import ConfigError
+    from garmexport.settings.config import Config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    config = Config()
+    opts = options_from(parser.parse_args([]), config)
+    assert opts.grace_s == config.compaction.retired_grace_s == 3600.0  # at least an hour
+    assert opts.sweep_every_s == 15.0  # a quarter of the 60 s register delay
+    assert options_from(parser.parse_args(["--grace-s", "0"]), config).grace_s == 0.0
+    shorter = replace(config, hive=replace(config.hive, register_delay_s=2.0))
+    assert options_from(parser.parse_args([]), shorter).sweep_every_s == 1.0
+    assert sweep_every(20.0) == 5.0
+    with pytest.raises(ConfigError, match="--grace-s -1.0"):
+        options_from(parser.parse_args(["--grace-s", "-1"]), config)

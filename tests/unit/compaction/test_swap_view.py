@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from garmexport.compaction import retired
 from garmexport.compaction.names import COMPLETE, RETIRED_DIR, journal_path, staging_path, view_path
-from garmexport.compaction.recover import commit_swap, finish, recover_all
-from garmexport.compaction.swap import (Copy, Delete, DeleteTree, Journal, Locate, Move, Rename,
-                                        Retire, WriteFile, roll_forward)
+from garmexport.compaction.recover import advance, commit, commit_swap, finish, recover_all
+from garmexport.compaction.swap import (Copy, Delete, DeleteTree, Flipped, Journal, Locate, Move,
+                                        Rename, Retire, WriteFile, roll_forward)
 from garmexport.errors import ProtocolViolation
 from tests.unit.compaction.test_compaction_swap import MemFs
 
@@ -168,11 +168,12 @@ def test_the_view_holds_the_outputs_and_what_the_swap_keeps_before_the_first_fli
     assert actions == [
         Rename(m0.staged, journal.in_view(m0)), Rename(m1.staged, journal.in_view(m1)),
         Copy(kept, f"{VIEW}/{kept.rpartition('/')[2]}"),
-        Locate(VIEW),
-        WriteFile(m0.sidecar, m0.sidecar_body), Copy(journal.in_view(m0), m0.final),
-        WriteFile(m1.sidecar, m1.sidecar_body), Copy(journal.in_view(m1), m1.final),
+        Locate(VIEW), Flipped(journal.flip_record),
+        WriteFile(m0.sidecar, m0.sidecar_body), Copy(journal.in_view(m0), m0.final, True),
+        WriteFile(m1.sidecar, m1.sidecar_body), Copy(journal.in_view(m1), m1.final, True),
         *(Delete(p) for p in journal.deletes),
-        Locate(DAY), Retire(VIEW), DeleteTree(journal.staging), Delete("j")]
+        Locate(DAY, back=True), Retire(VIEW), DeleteTree(journal.staging),
+        Delete(journal.flip_record), Delete("j")]
 
 
 def test_a_swapped_day_only_flips_back_and_cleans_up() -> None:
@@ -180,8 +181,9 @@ def test_a_swapped_day_only_flips_back_and_cleans_up() -> None:
     commit_swap(world.fs, journal, lambda s: None, world.locate, 1000)
     swapped = frozenset(world.fs.files)
     assert finish(world.fs, journal, locator=world.locate) == 0.0  # published nothing
-    assert roll_forward(journal, swapped, "j") == [Locate(DAY), Retire(VIEW),
-                                                   DeleteTree(journal.staging), Delete("j")]
+    assert roll_forward(journal, swapped, "j") == [
+        Locate(DAY, back=True), Retire(VIEW), DeleteTree(journal.staging),
+        Delete(journal.flip_record), Delete("j")]
 
 
 def test_an_output_missing_everywhere_keeps_every_input() -> None:
@@ -265,3 +267,138 @@ def test_on_a_local_disk_the_view_shares_the_outputs_bytes_and_copies_never_over
     with pytest.raises(StorageError):
         fs.copy(f"{DAY}/{kept}", journal.moves[0].final)
     assert fs.read(journal.moves[0].final) != b"k1"
+
+
+# --- the grace: the day directory changes only once no query can still read what it listed
+
+GRACE_MS = 60_000
+
+
+class GraceWorld(World):
+    """A World with a wall clock, that remembers when a metastore reader last saw each
+    file and fails a deletion that comes sooner than the grace after it."""
+
+    def __init__(self, files: dict[str, bytes], expected: list[str], late_at: int | None):
+        super().__init__(files, expected, late_at)
+        self.now = 0
+        self.listed_at: dict[str, int] = {}
+        self.fs = GraceFs(self, files)
+
+    def clock(self) -> int:
+        return self.now
+
+    def check(self) -> None:
+        super().check()
+        prefix = self.location + "/"
+        for p in self.fs.files:
+            if (p.startswith(prefix) and "/" not in p[len(prefix):]
+                    and p[len(prefix)] not in "_."):
+                self.listed_at[p] = self.now  # a query planned now may read p later
+
+
+class GraceFs(CheckedFs):
+    def delete(self, path: str) -> None:
+        seen = self.world.listed_at.get(path)  # type: ignore[attr-defined]
+        if seen is not None and path in self.files:
+            assert self.world.now - seen >= GRACE_MS, \
+                f"{path} deleted {self.world.now - seen} ms after a query could list it"
+        super().delete(path)
+
+
+def make_grace(n_out: int, n_in: int, late_at: int | None = None) -> tuple[Journal, GraceWorld]:
+    journal, world = make(n_out, n_in, late_at)
+    return journal, GraceWorld(world.fs.files, world.expected, late_at)
+
+
+@given(n_out=st.integers(1, 3), n_in=st.integers(1, 5),
+       crashes=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 2 * GRACE_MS)),
+                        max_size=3),
+       late_at=st.none() | st.integers(0, 30))
+def test_no_file_a_metastore_query_listed_is_deleted_before_the_grace_crash_or_not(
+        n_out: int, n_in: int, crashes: list[tuple[int, int]], late_at: int | None) -> None:
+    journal, world = make_grace(n_out, n_in, late_at)
+    world.now = 1_000_000
+    world.check()
+    grace_s = GRACE_MS / 1000
+
+    def first() -> None:
+        commit(world.fs, journal, lambda s: None, world.locate, 1000, grace_s, world.clock)
+
+    def retry() -> None:
+        recover_all(world.fs, world.locate, 2000, grace_s, world.clock)
+
+    runs = [(0, first)] + [(later, retry) for _, later in crashes]
+    for (limit, _), (later, step) in zip([(c, 0) for c, _ in crashes] + [(None, 0)], runs):
+        world.now += later
+        world.crash_at = limit
+        try:
+            step()
+        except Crash:
+            pass
+    world.crash_at = None
+    for _ in range(3):  # runs until the swap is due, then one that finishes it
+        retry()
+        world.now += GRACE_MS
+    world.check()
+    assert journal_path(OUT, DAYNAME, 3) not in world.fs.files and world.location == DAY
+    if world.late:
+        assert sorted(r for r in world.seen() if r.startswith("late")) == ["late1", "late2"]
+
+
+def test_a_swap_waits_at_its_view_with_the_day_directory_untouched_then_finishes() -> None:
+    journal, world = make_grace(1, 2)
+    world.now = 5_000
+    before = {p: v for p, v in world.fs.files.items() if p.startswith(DAY + "/")
+              and not p.endswith(COMPLETE)}
+    outcome = commit(world.fs, journal, lambda s: None, world.locate, 1000, 60.0, world.clock)
+    assert outcome.due_at_ms == 5_000 + 60_000
+    assert world.location == VIEW
+    assert {p: v for p, v in world.fs.files.items() if p.startswith(DAY + "/")
+            and not p.startswith(VIEW)} == before  # path readers: the day before
+    assert json.loads(world.fs.files[journal.flip_record]) == {"flipped_at_ms": 5_000}
+
+    world.now = 30_000  # the exporter publishes a late file: the sweep copies it
+    world.fs.files[LATE] = b"late1,late2"
+    waiting = recover_all(world.fs, world.locate, 2000, 60.0, world.clock)
+    assert waiting.rolled_forward == 0 and [w.due_at_ms for w in waiting.waiting] == [65_000]
+    assert f"{VIEW}/{LATE.rpartition('/')[2]}" in world.fs.files
+    assert world.location == VIEW and all(p in world.fs.files for p in journal.deletes)
+    assert journal.staging + "/" not in world.fs.files  # staging dir kept: no roll-back
+    assert recover_all(world.fs, world.locate, 2000, 60.0, world.clock).rolled_back == 0
+
+    world.now = 65_000
+    done = recover_all(world.fs, world.locate, 3000, 60.0, world.clock)
+    assert done.rolled_forward == 1 and done.waiting == ()
+    assert world.location == DAY and not any(p in world.fs.files for p in journal.deletes)
+    assert journal.flip_record not in world.fs.files
+    assert sorted(r for r in world.seen() if r.startswith("late")) == ["late1", "late2"]
+
+
+def test_a_flip_made_but_not_recorded_is_recorded_again_and_the_grace_counts_from_then(
+        ) -> None:
+    journal, world = make_grace(1, 1)
+    world.now = 1_000
+
+    def crash(step: str) -> None:
+        if step == "after-flip":
+            raise Crash
+
+    with pytest.raises(Crash):
+        commit(world.fs, journal, crash, world.locate, 1000, 60.0, world.clock)
+    assert world.location == VIEW and journal.flip_record not in world.fs.files
+    world.now = 50_000
+    [w] = recover_all(world.fs, world.locate, 2000, 60.0, world.clock).waiting
+    assert w.due_at_ms == 110_000  # later than the real flip: never sooner
+
+
+def test_the_wait_crash_point_and_the_window_of_a_swap_that_waited() -> None:
+    journal, world = make_grace(2, 3)
+    steps: list[str] = []
+    world.now = 0
+    commit(world.fs, journal, steps.append, world.locate, 1000, 60.0, world.clock)
+    assert steps == ["before-journal", "after-journal", "mid-view", "after-view", "after-flip"]
+    world.now = 60_000
+    outcome = advance(world.fs, journal, steps.append, world.locate, 1000, 60.0, world.clock)
+    assert outcome.due_at_ms is None and outcome.window_s > 0
+    assert steps[5:] == ["mid-publish", "after-publish", "mid-delete", "after-delete",
+                         "after-unflip"]
