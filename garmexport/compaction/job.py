@@ -36,12 +36,13 @@ from typing import Any
 from garmexport.compaction import complete, hive, retired
 from garmexport.compaction.closed import is_closed, last_closed_day
 from garmexport.compaction.fs import FileOps
+from garmexport.compaction.grace import Swaps, wait_out
 from garmexport.compaction.markers import read_markers
 from garmexport.compaction.lease import Lease
 from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
                                          view_path)
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
-from garmexport.compaction.recover import (Clock, Locator, Waiting, advance, commit,
+from garmexport.compaction.recover import (Clock, Locator, Waiting, commit,
                                            recover_all, wall_ms)
 from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
 from garmexport.compaction.spark_job import write_outputs
@@ -292,50 +293,14 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
     quarantine_days = list_days(fs, QUARANTINE_DIR)
     if opts.hive and quarantine_days and not opts.dry_run and not opts.outputs:
         sync_hive(spark, fs, opts, QUARANTINE_DIR, quarantine_days, [])
-    wait_out(fs, opts, ctx, summary)
+    waited = wait_out(fs, ctx.waiting, Swaps(ctx.lease, ctx.locator, now_ms, ctx.grace_s,
+                                             ctx.clock, ctx.crash),
+                      opts.lateness_s, opts.sweep_every_s)
+    summary.swaps_waited, summary.waited_s = waited.finished, waited.seconds
+    summary.complete_written += waited.complete_written
+    summary.max_swap_s = max(summary.max_swap_s, waited.max_swap_s)
     summary.seconds = time.monotonic() - started
     log_event(log, "compaction_done", dry_run=opts.dry_run, **{k: v for k, v in vars(summary).items()
                                          if k != "problems"}, problems=len(summary.problems))
     return summary
 
-
-def wait_out(fs: FileOps, opts: CompactOptions, ctx: RunContext, summary: Summary) -> None:
-    """Step 5: sweep every waiting swap's view until its grace has passed, then finish it
-    and mark its day; progress is logged every minute."""
-    if not ctx.waiting:
-        return
-    started, said = time.monotonic(), -1
-    log_event(log, "compaction_grace_wait", swaps=len(ctx.waiting), grace_s=ctx.grace_s,
-              longest_s=round(max(0, max(w.due_at_ms for w in ctx.waiting) - ctx.clock())
-                              / 1000, 1))
-    swept = False
-    while ctx.waiting:
-        ctx.lease.check()  # a run that lost the lease must not touch a day directory
-        for w in list(ctx.waiting):
-            outcome = advance(fs, w.journal, ctx.crash, ctx.locator, ctx.now_ms, ctx.grace_s,
-                              ctx.clock)
-            if outcome.due_at_ms is not None:
-                continue
-            ctx.waiting.remove(w)
-            j = w.journal
-            summary.swaps_waited += 1
-            summary.max_swap_s = max(summary.max_swap_s, outcome.window_s)
-            log_event(log, "compaction_swap_finished", output=j.output, day=j.day,
-                      generation=j.generation, swap_s=round(outcome.window_s, 3))
-            summary.complete_written += complete.mark_if_complete(
-                fs, j.output, j.day, ctx.now_ms, opts.lateness_s, ctx.crash)
-        if not swept:
-            swept = True
-            ctx.crash("waiting")
-        if not ctx.waiting:
-            break
-        waited = time.monotonic() - started
-        if int(waited // 60) > said:
-            said = int(waited // 60)
-            log_event(log, "compaction_grace_waiting", swaps=len(ctx.waiting),
-                      waited_s=round(waited),
-                      left_s=round(max(0, min(w.due_at_ms for w in ctx.waiting)
-                                       - ctx.clock()) / 1000, 1))
-        next_due_s = (min(w.due_at_ms for w in ctx.waiting) - ctx.clock()) / 1000
-        time.sleep(max(0.05, min(opts.sweep_every_s, next_due_s)))
-    summary.waited_s = time.monotonic() - started

@@ -25,7 +25,8 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction import retired
 from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, day_dir, journal_path,
                                          parse_journal, parse_staging)
-from garmexport.compaction.swap import Effects, Journal, apply, crash_point, roll_forward
+from garmexport.compaction.swap import Journal, crash_point, roll_forward
+from garmexport.compaction.swap_apply import Effects, apply
 from garmexport.errors import ProtocolViolation
 from garmexport.observe.logs import log_event
 from garmexport.protocol.naming import parse_day_dir
@@ -51,7 +52,7 @@ def wall_ms() -> int:
 class Outcome:
     """Where one swap stands after :func:`advance`."""
 
-    #: the path readers' window of this call in seconds (:func:`.swap.apply`)
+    #: the path readers' window of this call in seconds (:func:`.swap_apply.apply`)
     window_s: float
     #: wall time (ms) from which the swap may finish; None once it is over
     due_at_ms: int | None = None
@@ -119,7 +120,7 @@ def advance(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_cr
 def finish(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
            locator: Locator | None = None, now_ms: int = 0) -> float:
     """Roll a committed journal forward to the end (idempotent), with no grace; the path
-    readers' window in seconds (:func:`.swap.apply`)."""
+    readers' window in seconds (:func:`.swap_apply.apply`)."""
     return advance(fs, journal, crash, locator, now_ms).window_s
 
 

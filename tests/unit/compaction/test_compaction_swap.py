@@ -10,7 +10,8 @@ from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.names import journal_path, staging_path
 from garmexport.compaction.recover import commit_swap, finish, recover_all
 from garmexport.compaction.swap import (Delete, DeleteTree, Journal, Move, Rename, WriteFile,
-                                        apply, roll_forward)
+                                        roll_forward)
+from garmexport.compaction.swap_apply import apply
 from garmexport.errors import ProtocolViolation
 from garmexport.storage.base import Entry
 
