@@ -13,8 +13,8 @@ events, its re-reads after two days down) show up too, before and after the swit
   ``kafka_offset`` is another record's.
 - Files tagged with another Kafka cluster than ``[jvm] cluster`` hold another cluster's
   offsets: they are listed as foreign and not read.
-- A file that cannot be read (truncated, not Parquet) is listed in
-  :attr:`JvmRead.unreadable` with pyarrow's reason, as garmexport's own files are.
+- A file that cannot be read (truncated, not Parquet, no ``kafka_offset`` column) is
+  listed in :attr:`JvmRead.unreadable` with the reason, as garmexport's own files are.
 """
 
 from __future__ import annotations
@@ -80,6 +80,10 @@ def read_jvm(storage: Storage, held: dict[tuple[int, int], list[str]], cluster: 
             continue
         table = read_table(storage, path, result.unreadable)
         if table is None:
+            continue
+        if "kafka_offset" not in table.column_names:  # its rows cannot be placed in Kafka
+            result.unreadable.append(Unreadable(path, "a Parquet file without the column "
+                                                      "kafka_offset"))
             continue
         beats = heartbeat_mask(table)
         p = name.partition

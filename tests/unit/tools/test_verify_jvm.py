@@ -70,3 +70,16 @@ def test_jvm_rows_count_once_heartbeats_apart_and_its_gaps_and_duplicates_show(t
     dup = report.partitions[int(twice.name.split(".")[0])].duplicate_files
     assert dup and all(str(twice.relative_to(tmp_path)) in g.files for g in dup)
     assert report.foreign_jvm_files == ["fs/day=2026-11-02/0.cluster=other.index=1"]
+
+
+def test_a_jvm_file_without_kafka_offset_is_listed_unreadable_not_a_crash(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    write_jvm_file(tmp_path / "fs" / "day=2026-11-02" / "0.index=1",
+                   [pa.table({"timestamp": pa.array([1, 2], pa.int64())})])
+    storage = LocalStorage(str(tmp_path), "t")
+    held, _ = read_output(storage, "garmadon")
+    jvm = read_jvm(storage, held)
+    assert jvm.files == 0 and not held
+    assert [u.describe() for u in jvm.unreadable] == [
+        "fs/day=2026-11-02/0.index=1: a Parquet file without the column kafka_offset"]
