@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -129,6 +130,18 @@ def make(n_out: int, n_in: int, late_at: int | None = None) -> tuple[Journal, Wo
     return journal, World(files, expected, late_at)
 
 
+def replay(world: World, runs: list[Callable[[], object]], crashes: list[int]) -> None:
+    """Run ``runs`` in order, the first ones each cut off by a crash after ``crashes[k]``
+    operations (a run that ends sooner is not cut), the last one whole."""
+    for limit, step in zip([*crashes, None], runs):
+        world.crash_at = limit
+        try:
+            step()
+        except Crash:
+            pass
+    world.crash_at = None
+
+
 @given(n_out=st.integers(1, 3), n_in=st.integers(1, 5),
        crashes=st.lists(st.integers(0, 30), max_size=3),
        late_at=st.none() | st.integers(0, 30))
@@ -138,13 +151,7 @@ def test_a_metastore_reader_sees_every_row_once_whatever_a_crash_interrupts(
     world.check()
     runs = [lambda: commit_swap(world.fs, journal, lambda s: None, world.locate, 1000)]
     runs += [lambda: recover_all(world.fs, world.locate, 2000) for _ in crashes]
-    for limit, step in zip(crashes + [None], runs):
-        world.crash_at = limit
-        try:
-            step()
-        except Crash:
-            pass
-    world.crash_at = None
+    replay(world, runs, crashes)
     recover_all(world.fs, world.locate, 3000)
     world.check()
     if journal_path(OUT, DAYNAME, 3) in world.fs.files or world.location != DAY:
@@ -327,15 +334,13 @@ def test_no_file_a_metastore_query_listed_is_deleted_before_the_grace_crash_or_n
     def retry() -> None:
         recover_all(world.fs, world.locate, 2000, grace_s, world.clock)
 
-    runs = [(0, first)] + [(later, retry) for _, later in crashes]
-    for (limit, _), (later, step) in zip([(c, 0) for c, _ in crashes] + [(None, 0)], runs):
-        world.now += later
-        world.crash_at = limit
-        try:
-            step()
-        except Crash:
-            pass
-    world.crash_at = None
+    def later(by: int) -> Callable[[], None]:
+        def step() -> None:
+            world.now += by
+            retry()
+        return step
+
+    replay(world, [first] + [later(by) for _, by in crashes], [c for c, _ in crashes])
     for _ in range(3):  # runs until the swap is due, then one that finishes it
         retry()
         world.now += GRACE_MS
