@@ -24,7 +24,8 @@ from garmexport.compaction.recover import Recovered
 from garmexport.storage.hadoop_uri import spark_root
 from garmexport.storage.options import from_output
 from garmexport.storage.root_check import SETTING, require
-from garmexport.compaction.job import CompactOptions, Summary, run
+from garmexport.compaction.job import CompactOptions, run
+from garmexport.compaction.run_state import Summary
 from garmexport.compaction.report import reported
 from garmexport.compaction.spark_job import build_session
 from garmexport.compaction.spark_logs import LEVELS
