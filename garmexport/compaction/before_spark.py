@@ -73,7 +73,7 @@ def finish_swaps(root_uri: str, output_root: str, options: StorageOptions | None
 
     ``metastore_uri`` is empty when Hive is off or the metastore is Spark's embedded one.
     A swap whose grace has not passed is taken to its flip and swept, and left to the
-    Spark run, which waits it out (:func:`.job.wait_out`).
+    Spark run, which waits it out (:func:`.grace.wait_out`).
     """
     fs = plain_fs(root_uri, output_root, options)
     try:

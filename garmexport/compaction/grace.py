@@ -15,70 +15,46 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from garmexport.compaction import complete
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.lease import Lease
-from garmexport.compaction.recover import Clock, Locator, Waiting, advance
+from garmexport.compaction.recover import advance
+from garmexport.compaction.run_state import RunContext, Summary
 from garmexport.observe.logs import log_event
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Swaps:
-    """What the waiting swaps share: the run's lease, flips, times and crash hook."""
-
-    lease: Lease
-    locator: Locator | None
-    now_ms: int
-    grace_s: float
-    clock: Clock
-    crash: Callable[[str], None]
-
-
-@dataclass
-class Waited:
-    """The outcome of :func:`wait_out`."""
-
-    finished: int = 0
-    complete_written: int = 0
-    max_swap_s: float = 0.0
-    seconds: float = 0.0
-
-
-def wait_out(fs: FileOps, waiting: list[Waiting], swaps: Swaps, lateness_s: float,
-             sweep_every_s: float) -> Waited:
-    """Sweep every waiting swap's view every ``sweep_every_s`` until its grace has passed,
-    then finish it and mark its day; progress is logged every minute. Empties
-    ``waiting``."""
-    done = Waited()
+def wait_out(fs: FileOps, ctx: RunContext, summary: Summary, lateness_s: float,
+             sweep_every_s: float) -> None:
+    """Sweep the view of every swap in ``ctx.waiting`` every ``sweep_every_s`` until its
+    grace has passed, then finish it and mark its day, counting both in ``summary``;
+    progress is logged every minute. Empties ``ctx.waiting``."""
+    waiting = ctx.waiting
     if not waiting:
-        return done
+        return
     started, said, swept = time.monotonic(), -1, False
-    log_event(log, "compaction_grace_wait", swaps=len(waiting), grace_s=swaps.grace_s,
-              longest_s=round(max(0, max(w.due_at_ms for w in waiting) - swaps.clock())
+    log_event(log, "compaction_grace_wait", swaps=len(waiting), grace_s=ctx.grace_s,
+              longest_s=round(max(0, max(w.due_at_ms for w in waiting) - ctx.clock())
                               / 1000, 1))
     while waiting:
-        swaps.lease.check()
+        ctx.lease.check()
         for w in list(waiting):
-            outcome = advance(fs, w.journal, swaps.crash, swaps.locator, swaps.now_ms,
-                              swaps.grace_s, swaps.clock)
+            outcome = advance(fs, w.journal, ctx.crash, ctx.locator, ctx.now_ms,
+                              ctx.grace_s, ctx.clock)
             if outcome.due_at_ms is not None:
                 continue
             waiting.remove(w)
             j = w.journal
-            done.finished += 1
-            done.max_swap_s = max(done.max_swap_s, outcome.window_s)
+            summary.swaps_waited += 1
+            summary.max_swap_s = max(summary.max_swap_s, outcome.window_s)
             log_event(log, "compaction_swap_finished", output=j.output, day=j.day,
                       generation=j.generation, swap_s=round(outcome.window_s, 3))
-            done.complete_written += complete.mark_if_complete(
-                fs, j.output, j.day, swaps.now_ms, lateness_s, swaps.crash)
+            summary.complete_written += complete.mark_if_complete(
+                fs, j.output, j.day, ctx.now_ms, lateness_s, ctx.crash)
         if not swept:
             swept = True
-            swaps.crash("waiting")
+            ctx.crash("waiting")
         if not waiting:
             break
         waited = time.monotonic() - started
@@ -86,9 +62,8 @@ def wait_out(fs: FileOps, waiting: list[Waiting], swaps: Swaps, lateness_s: floa
             said = int(waited // 60)
             log_event(log, "compaction_grace_waiting", swaps=len(waiting),
                       waited_s=round(waited),
-                      left_s=round(max(0, min(w.due_at_ms for w in waiting) - swaps.clock())
+                      left_s=round(max(0, min(w.due_at_ms for w in waiting) - ctx.clock())
                                    / 1000, 1))
-        next_due_s = (min(w.due_at_ms for w in waiting) - swaps.clock()) / 1000
+        next_due_s = (min(w.due_at_ms for w in waiting) - ctx.clock()) / 1000
         time.sleep(max(0.05, min(sweep_every_s, next_due_s)))
-    done.seconds = time.monotonic() - started
-    return done
+    summary.waited_s = time.monotonic() - started

@@ -36,7 +36,7 @@ from typing import Any
 from garmexport.compaction import complete, hive, retired
 from garmexport.compaction.closed import is_closed, last_closed_day
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.grace import Swaps, wait_out
+from garmexport.compaction.grace import wait_out
 from garmexport.compaction.markers import read_markers
 from garmexport.compaction.lease import Lease
 from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
@@ -221,12 +221,7 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
     quarantine_days = list_days(fs, QUARANTINE_DIR)
     if opts.hive and quarantine_days and not opts.dry_run and not opts.outputs:
         sync_hive(spark, fs, opts, QUARANTINE_DIR, quarantine_days, [])
-    waited = wait_out(fs, ctx.waiting, Swaps(ctx.lease, ctx.locator, now_ms, ctx.grace_s,
-                                             ctx.clock, ctx.crash),
-                      opts.lateness_s, opts.sweep_every_s)
-    summary.swaps_waited, summary.waited_s = waited.finished, waited.seconds
-    summary.complete_written += waited.complete_written
-    summary.max_swap_s = max(summary.max_swap_s, waited.max_swap_s)
+    wait_out(fs, ctx, summary, opts.lateness_s, opts.sweep_every_s)
     summary.seconds = time.monotonic() - started
     log_event(log, "compaction_done", dry_run=opts.dry_run, **{k: v for k, v in vars(summary).items()
                                          if k != "problems"}, problems=len(summary.problems))

@@ -9,7 +9,7 @@ swap with a view cannot be finished without it.
 A swap with a view goes past its flip only once ``grace_s`` has passed since the flip's
 recorded wall time (:mod:`.swap`, "wait"); until then :func:`advance` only sweeps the
 day's new files into the view and says when the swap is due (:class:`Outcome`). The job
-waits it out (:mod:`.job`); a run that finds a waiting swap at its start leaves it
+waits it out (:mod:`.grace`); a run that finds a waiting swap at its start leaves it
 waiting and never compacts its day again before it is over.
 """
 

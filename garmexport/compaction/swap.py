@@ -81,7 +81,7 @@ CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejec
 CRASH_STOP_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_STOP"
 #: crash points, in the order a swap with a view reaches them: "before-journal",
 #: "after-journal", "mid-view", "after-view", "after-flip", "waiting" (the run waits out
-#: the grace: :mod:`.job`), "mid-publish", "after-publish", "mid-delete", "after-delete",
+#: the grace: :mod:`.grace`), "mid-publish", "after-publish", "mid-delete", "after-delete",
 #: "after-unflip" (a swap without a view skips the view, flip and wait ones). The first
 #: six keep their old places in the tuple.
 STEPS = ("before-journal", "after-journal", "mid-publish", "after-publish", "mid-delete",
