@@ -38,6 +38,7 @@ _LABEL = LABEL_PATTERN
 _COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.parquet$", re.ASCII)
 _JOURNAL_RE = re.compile(r"^g(\d{6})\.json$", re.ASCII)
 _STAGING_RE = re.compile(r"^g(\d{6})$", re.ASCII)
+_FLIP_RE = re.compile(r"^g(\d{6})\.flip$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -91,6 +92,11 @@ def staging_path(output: str, day: str, generation: int) -> str:
     return f"{work_dir(output, day)}/g{generation:06d}"
 
 
+def flip_path(output: str, day: str, generation: int) -> str:
+    """Record of the wall time a generation's partition was flipped to its view."""
+    return f"{work_dir(output, day)}/g{generation:06d}.flip"
+
+
 def view_path(output: str, day: str, generation: int) -> str:
     """The metastore view of one generation: a hidden directory of the day holding the day's
     data files as they are once the generation is swapped in (:mod:`.swap`)."""
@@ -116,4 +122,11 @@ def parse_journal(name: str) -> int | None:
 def parse_staging(name: str) -> int | None:
     """Generation of a staging directory name, or None."""
     m = _STAGING_RE.fullmatch(name)
+    return int(m[1]) if m else None
+
+
+def parse_work_entry(name: str) -> int | None:
+    """Generation of a journal, staging directory or flip record name, or None."""
+    m = (_JOURNAL_RE.fullmatch(name) or _STAGING_RE.fullmatch(name)
+         or _FLIP_RE.fullmatch(name))
     return int(m[1]) if m else None

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction import retired
 from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, day_dir, journal_path,
-                                         parse_journal, parse_staging)
-from garmexport.compaction.swap import Journal, crash_point, roll_forward
+                                         parse_journal, parse_work_entry)
+from garmexport.compaction.swap import Delete, Journal, crash_point, roll_forward
 from garmexport.compaction.swap_apply import Effects, apply
 from garmexport.errors import ProtocolViolation
 from garmexport.observe.logs import log_event
@@ -72,8 +72,12 @@ class SwapEffects(Effects):
         else:
             self._locator(self._journal.output, self._journal.day, path)
 
+    #: the wall time :meth:`flipped` recorded, if it was called
+    flipped_at_ms: int | None = None
+
     def flipped(self, path: str) -> None:
-        self._fs.write(path, json.dumps({"flipped_at_ms": self._clock()}).encode())
+        self.flipped_at_ms = self._clock()
+        self._fs.write(path, json.dumps({"flipped_at_ms": self.flipped_at_ms}).encode())
 
     def retire(self, view: str) -> None:
         j = self._journal
@@ -106,14 +110,15 @@ def advance(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_cr
                         ([journal.flip_record] if flipped is not None else []))
     due = grace_s <= 0 or (flipped is not None and clock() - flipped >= grace_s * 1000)
     jpath = journal_path(journal.output, journal.day, journal.generation)
-    window = apply(fs, roll_forward(journal, present, jpath, due), crash,
-                   SwapEffects(fs, journal, locator, now_ms, clock))
-    head, _, name = jpath.rpartition("/")
-    if due or not journal.view or not any(e.name == name for e in fs.list(head)):
-        return Outcome(window)  # over (a swapped day only flips back and cleans up)
-    since = flipped_at(fs, journal) if flipped is None else flipped
-    if since is None:  # the actions above record it
-        raise ProtocolViolation(f"the flip of {jpath} was not recorded")
+    actions = roll_forward(journal, present, jpath, due)
+    effects = SwapEffects(fs, journal, locator, now_ms, clock)
+    window = apply(fs, actions, crash, effects)
+    if Delete(jpath) in actions:  # over (a swapped day only flips back and cleans up)
+        return Outcome(window)
+    # not due: flipped now if it had no record (the actions then recorded it)
+    since = flipped if flipped is not None else effects.flipped_at_ms
+    if since is None:
+        raise ProtocolViolation(f"the flip of {jpath} was neither recorded nor made")
     return Outcome(window, since + int(grace_s * 1000))
 
 
@@ -215,7 +220,7 @@ def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
             log_event(log, "compaction_rolled_forward", output=output, day=day,
                       generation=journal.generation)
         for e in fs.list(base):  # staging dirs with no journal, journal temp files
-            if _of_generation(e.name) in live:
+            if parse_work_entry(e.name) in live:
                 continue  # the staging dir and flip record of a waiting swap
             (fs.delete_tree if e.is_dir else fs.delete)(f"{base}/{e.name}")
             back += e.is_dir
@@ -223,10 +228,3 @@ def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
                 log_event(log, "compaction_rolled_back", output=output, day=day,
                           staging=e.name)
     return Recovered(forward, back, tuple(waiting))
-
-
-def _of_generation(name: str) -> int | None:
-    """The generation a work-dir entry belongs to: journal, staging dir or flip record."""
-    stem = name[:-len(".flip")] if name.endswith(".flip") else name
-    g = parse_journal(stem)
-    return g if g is not None else parse_staging(stem)

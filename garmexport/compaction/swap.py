@@ -47,8 +47,9 @@ one):
   sidecars are written, inputs still present are deleted, and both flips are made again
   (setting a location is idempotent). Steps 5-9 only once the grace since the recorded
   flip has passed (``due``); a flip without a record is made and recorded again, so the
-  grace then counts from the later time, never from an earlier one. An output that is neither staged, in the view nor
-  final is a :class:`ProtocolViolation` and no input is deleted.
+  grace then counts from the later time, never from an earlier one. An output that is
+  neither staged, in the view nor final is a :class:`ProtocolViolation` and no input is
+  deleted.
 
 What each reader sees, crash or not: a metastore reader sees the day before the swap until
 step 4 and after it from then on (the view, then the day directory once it equals the
@@ -72,7 +73,7 @@ import os
 import signal
 from dataclasses import dataclass
 
-from garmexport.compaction.names import is_hidden
+from garmexport.compaction.names import flip_path, is_hidden
 from garmexport.errors import ProtocolViolation
 
 CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejects unknown ones
@@ -134,7 +135,7 @@ class Journal:
     @property
     def flip_record(self) -> str:
         """Where the wall time of the flip to the view is recorded (beside the journal)."""
-        return f"{self.staging}.flip"
+        return flip_path(self.output, self.day, self.generation)
 
     def in_view(self, move: Move) -> str:
         """Where ``move``'s output sits in the view (its final name)."""
