@@ -145,4 +145,4 @@ def _print_table(report) -> None:
         print(f"JVM exporter files: {report.jvm_files} read ({rows} data rows counted above, "
               f"{beats} heartbeat rows apart), {len(report.foreign_jvm_files)} of another "
               "cluster tag not read")
-    print("verify: OK, every record exactly once" if report.ok else "verify: FAILED")
+    print(report.verdict())

@@ -9,11 +9,12 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
   disagree (partition, offsets, row count), or that has no footer facts;
 - unreadable files: a visible file that is not Parquet (truncated, or another kind of
   file named like one), with pyarrow's reason; the other files are checked all the same;
-- with the broker: missing records (a record of an exported type, or a bad record, that no
-  row holds) as gaps, each with the files just before and after it in its dataset,
+- with the broker only: missing records (a record of an exported type, or a bad record,
+  that no row holds) as gaps, each with the files just before and after it in its dataset,
   misplaced ones (held, but in another type's dataset than its marker says), and
   unexpected rows (an offset beyond the data read from the broker, or of a type that is
-  not exported).
+  not exported). Without it, no gap, missing or misplaced record can be seen: an OK says
+  so (:meth:`Report.verdict`).
 
 Which topic a file holds comes from its footer, else its name (an exporter or compacted
 name), else it is taken to be the checked one (a file by hand, the JVM exporter's). When no
@@ -87,14 +88,28 @@ class Report:
     foreign_jvm_files: list[str] = field(default_factory=list)
     #: visible files that could not be read (of no known partition: their rows are not)
     unreadable: list[Unreadable] = field(default_factory=list)
+    #: False (``--no-broker``): no missing, misplaced nor unexpected record could be seen
+    compared_with_broker: bool = True
 
     @property
     def ok(self) -> bool:
         return not self.unreadable and all(p.ok for p in self.partitions.values())
 
+    def verdict(self) -> str:
+        """The report's last line: what was found, and for an OK what it covers."""
+        if not self.ok:
+            return "verify: FAILED"
+        if self.compared_with_broker:
+            return "verify: OK, every record exactly once"
+        return ("verify: OK without the broker: no duplicates, no file that disagrees with "
+                "itself or cannot be read; not checked: missing records (a lost file, the "
+                "end of a partition), misplaced and unexpected rows, as the output was not "
+                "compared against the topic")
+
     def to_dict(self) -> dict:
         return {
             "ok": self.ok,
+            "compared_with_broker": self.compared_with_broker,
             "files": self.files,
             "jvm_files": self.jvm_files,
             "foreign_jvm_files": self.foreign_jvm_files[:LISTED],
@@ -255,7 +270,8 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
     A record of an exported type may legitimately be quarantined (bad body, event time
     outside the window): a row in ``_quarantine`` satisfies any expectation.
     """
-    report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path))
+    report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path),
+                    compared_with_broker=expected is not None)
     if jvm is not None:
         report.jvm_files, report.foreign_jvm_files = jvm.files, list(jvm.foreign)
         for p in set(jvm.rows) | set(jvm.heartbeats):

@@ -203,3 +203,20 @@ def test_a_root_of_another_topic_is_an_error_naming_both_topics_not_an_empty_ok(
     held, files = read_output(storage, "garmadon", None, [], [], topics)
     assert set(held) == {(0, o) for o in range(5)} and topics == {"t5": 3, "garmadon": 1}
     check_topic("garmadon", held, topics, str(tmp_path))
+
+
+def test_an_ok_without_the_broker_says_what_it_did_not_check(tmp_path):
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 10))
+    write(tmp_path, "fs", "b.parquet", 0, range(20, 30))  # 10..19 lost: unseen without it
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    alone = compare(held, files, None)
+    assert alone.ok and alone.verdict() == (
+        "verify: OK without the broker: no duplicates, no file that disagrees with itself or "
+        "cannot be read; not checked: missing records (a lost file, the end of a partition), "
+        "misplaced and unexpected rows, as the output was not compared against the topic")
+    assert alone.to_dict()["compared_with_broker"] is False
+    expected = {0: {o: "fs" for o in [*range(0, 10), *range(20, 30)]}}
+    both = compare(held, files, expected)
+    assert both.verdict() == "verify: OK, every record exactly once"
+    assert both.to_dict()["compared_with_broker"] is True
+    assert compare(held, files, {0: {o: "fs" for o in range(30)}}).verdict() == "verify: FAILED"
