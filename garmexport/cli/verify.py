@@ -5,7 +5,9 @@ While it reads (a large output takes minutes), it prints progress to stderr at m
 time. The report names the files of each duplicate and the files bordering each gap, in
 words, every file whose name disagrees with its footer or its rows, and every file that
 cannot be read (not Parquet, truncated) with pyarrow's reason: the other files are still
-checked, and the exit status is 1 as for any finding.
+checked, and the exit status is 1 as for any finding. A root whose files are all of other
+topics than ``source.topic`` is a configuration error (exit 2) naming them, before the
+topic is read: the check would be of nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from garmexport.observe import logs
@@ -53,7 +56,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.storage.options import from_output
     from garmexport.storage.root_check import open_existing
     from garmexport.tools.broker_scan import partitions_of, scan
-    from garmexport.tools.verify import compare, expected_from_records, read_output
+    from garmexport.tools.verify import check_topic, compare, expected_from_records, read_output
     from garmexport.tools.verify_jvm import read_jvm
 
     tick = Ticker(args.progress_s)
@@ -71,7 +74,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
     disagreeing: list = []
     unreadable: list = []
-    held, files = read_output(storage, config.source.topic, reading, disagreeing, unreadable)
+    topics: Counter[str] = Counter()
+    held, files = read_output(storage, config.source.topic, reading, disagreeing, unreadable,
+                              topics)
 
     def reading_jvm(done: int, total: int, rows: int) -> None:
         tick(lambda s: f"reading the JVM exporter's files: {done}/{total}, {rows} rows, "
@@ -79,6 +84,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
     jvm = read_jvm(storage, held, config.jvm.cluster, reading_jvm)
     files += jvm.files
+    check_topic(config.source.topic, held, topics, config.output.root)
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
@@ -139,4 +145,4 @@ def _print_table(report) -> None:
         print(f"JVM exporter files: {report.jvm_files} read ({rows} data rows counted above, "
               f"{beats} heartbeat rows apart), {len(report.foreign_jvm_files)} of another "
               "cluster tag not read")
-    print("verify: OK, every record exactly once" if report.ok else "verify: FAILED")
+    print(report.verdict())

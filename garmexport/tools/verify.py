@@ -9,11 +9,18 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
   disagree (partition, offsets, row count), or that has no footer facts;
 - unreadable files: a visible file that is not Parquet (truncated, or another kind of
   file named like one), with pyarrow's reason; the other files are checked all the same;
-- with the broker: missing records (a record of an exported type, or a bad record, that no
-  row holds) as gaps, each with the files just before and after it in its dataset,
+- with the broker only: missing records (a record of an exported type, or a bad record,
+  that no row holds) as gaps, each with the files just before and after it in its dataset,
   misplaced ones (held, but in another type's dataset than its marker says), and
   unexpected rows (an offset beyond the data read from the broker, or of a type that is
-  not exported).
+  not exported). Without it, no gap, missing or misplaced record can be seen: an OK says
+  so (:meth:`Report.verdict`).
+
+Which topic a file holds comes from its footer, else its name (an exporter or compacted
+name), else it is taken to be the checked one (a file by hand, the JVM exporter's). When no
+row of the checked topic is read but files of other topics are, ``source.topic`` is not
+the topic the root was written for: :func:`check_topic` says so rather than report an
+empty check as a clean one.
 
 "End of data" on the broker is the partition EOF reached by an assigned consumer, never a
 queried high watermark (wrong on some brokers). Exit status is non-zero when anything is
@@ -22,15 +29,18 @@ wrong. Only the two columns needed are read from each file.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from garmexport.compaction.names import CompactedName
+from garmexport.errors import ConfigError
 from garmexport.protocol.naming import QUARANTINE_DIR, FileName, day_name, parse_day_dir
 from garmexport.pipeline.router import Window, route
 from garmexport.storage.base import Storage
-from garmexport.storage.footer import FileFacts
+from garmexport.storage.footer import KEY_PREFIX, FileFacts
 from garmexport.tools.verify_jvm import JvmRead
 from garmexport.tools.verify_findings import (
     Disagreement, DuplicateGroup, Gap, Unreadable, dataset_of, disagreement, duplicate_groups,
@@ -44,6 +54,7 @@ _IN_QUARANTINE = QUARANTINE_DIR + "/"
 LISTED = 100
 #: progress(files read, files in all, rows read) while the output is read
 Progress = Callable[[int, int, int], None]
+_TOPIC_KEY = (KEY_PREFIX + "topic").encode()
 
 
 @dataclass
@@ -77,14 +88,28 @@ class Report:
     foreign_jvm_files: list[str] = field(default_factory=list)
     #: visible files that could not be read (of no known partition: their rows are not)
     unreadable: list[Unreadable] = field(default_factory=list)
+    #: False (``--no-broker``): no missing, misplaced nor unexpected record could be seen
+    compared_with_broker: bool = True
 
     @property
     def ok(self) -> bool:
         return not self.unreadable and all(p.ok for p in self.partitions.values())
 
+    def verdict(self) -> str:
+        """The report's last line: what was found, and for an OK what it covers."""
+        if not self.ok:
+            return "verify: FAILED"
+        if self.compared_with_broker:
+            return "verify: OK, every record exactly once"
+        return ("verify: OK without the broker: no duplicates, no file that disagrees with "
+                "itself or cannot be read; not checked: missing records (a lost file, the "
+                "end of a partition), misplaced and unexpected rows, as the output was not "
+                "compared against the topic")
+
     def to_dict(self) -> dict:
         return {
             "ok": self.ok,
+            "compared_with_broker": self.compared_with_broker,
             "files": self.files,
             "jvm_files": self.jvm_files,
             "foreign_jvm_files": self.foreign_jvm_files[:LISTED],
@@ -127,13 +152,17 @@ def visible_files(storage: Storage) -> Iterable[tuple[str, str]]:
 def read_output(storage: Storage, topic: str, progress: Progress | None = None,
                 disagreeing: list[Disagreement] | None = None,
                 unreadable: list[Unreadable] | None = None,
+                topics: Counter[str] | None = None,
                 ) -> tuple[dict[tuple[int, int], list[str]], int]:
     """Where each (partition, offset) of ``topic`` is held: the path of the file of each row
     (``dataset/day=D/name``; the same string object for every row of a file), and how many
     files were read. ``progress`` is called after each file; each file of ``topic`` named
     like the exporter's whose name, footer and rows disagree is added to ``disagreeing``,
-    and each file that cannot be read to ``unreadable`` (its rows count as held by none)."""
+    each file that cannot be read to ``unreadable`` (its rows count as held by none), and
+    ``topics`` counts the files read per topic they hold (a quarantine file once for each
+    topic of its rows), whichever topic that is."""
     held: dict[tuple[int, int], list[str]] = {}
+    topics = Counter() if topics is None else topics
     listed = list(visible_files(storage))
     rows = 0
     unreadable = [] if unreadable is None else unreadable
@@ -141,7 +170,7 @@ def read_output(storage: Storage, topic: str, progress: Progress | None = None,
         table = read_table(storage, path, unreadable, COLUMNS + (
             ["topic"] if dataset == QUARANTINE_DIR else []))
         if table is not None:
-            rows += _hold(table, dataset, path, topic, held, disagreeing)
+            rows += _hold(table, dataset, path, topic, held, disagreeing, topics)
         if progress is not None:
             progress(files, len(listed), rows)
     return held, len(listed)
@@ -149,9 +178,10 @@ def read_output(storage: Storage, topic: str, progress: Progress | None = None,
 
 def _hold(table: pa.Table, dataset: str, path: str, topic: str,
           held: dict[tuple[int, int], list[str]], disagreeing: list[Disagreement] | None,
-          ) -> int:
-    """Add the rows of ``topic`` in the file at ``path`` to ``held`` (and the file to
-    ``disagreeing`` if it disagrees with itself); how many rows that was."""
+          topics: Counter[str]) -> int:
+    """Add the rows of ``topic`` in the file at ``path`` to ``held`` (the file to
+    ``disagreeing`` if it disagrees with itself, and its topics to ``topics``); how many
+    rows that was."""
     meta = table.schema.metadata or {}
     name = FileName.parse(path.rpartition("/")[2])
     if disagreeing is not None and name is not None and name.topic == topic:
@@ -160,16 +190,45 @@ def _hold(table: pa.Table, dataset: str, path: str, topic: str,
                              table.column("kafka_offset").to_pylist())
         if found is not None:
             disagreeing.append(found)
-    file_topic = meta.get(b"garmexport.topic", topic.encode()).decode()
     if dataset == QUARANTINE_DIR:
+        topics.update(set(table.column("topic").to_pylist()))
         table = table.filter(pa.compute.equal(table.column("topic"), topic))
-    elif file_topic != topic:
-        table = table.slice(0, 0)
+    else:
+        file_topic = topic_of(path.rpartition("/")[2], meta, topic)
+        topics[file_topic] += 1
+        if file_topic != topic:
+            table = table.slice(0, 0)
     parts = table.column("kafka_partition").to_pylist()
     offs = table.column("kafka_offset").to_pylist()
     for p, o in zip(parts, offs):
         held.setdefault((p, o), []).append(path)
     return len(offs)
+
+
+def topic_of(name: str, meta: Mapping[bytes, bytes], default: str) -> str:
+    """The topic of the data file called ``name`` with footer metadata ``meta``: the
+    footer's, else the name's (compacted files have no garmexport footer), else
+    ``default``."""
+    said = meta.get(_TOPIC_KEY)
+    if said is not None:
+        return said.decode()
+    parsed = FileName.parse(name) or CompactedName.parse(name)
+    return parsed.topic if parsed is not None else default
+
+
+def check_topic(topic: str, held: Mapping[tuple[int, int], list[str]],
+                topics: Mapping[str, int], where: str) -> None:
+    """Raise ConfigError when no row of ``topic`` is ``held`` but the root ``where`` holds
+    files of other ``topics`` (from :func:`read_output`): the check would be of nothing.
+    An empty root passes (a topic not exported yet)."""
+    others = sorted((t, n) for t, n in topics.items() if t != topic and n)
+    if held or not others:
+        return
+    found = ", ".join(f"{t!r} ({n} file{'' if n == 1 else 's'})" for t, n in others)
+    raise ConfigError(
+        f"source.topic (GARMEXPORT_SOURCE_TOPIC) = {topic!r}: no file under {where} holds a "
+        f"row of it; its files hold topic{'' if len(others) == 1 else 's'} {found}: set "
+        "source.topic to the topic this root was written for, or correct output.root")
 
 
 def _facts(meta: dict[bytes, bytes]) -> FileFacts | None:
@@ -211,7 +270,8 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
     A record of an exported type may legitimately be quarantined (bad body, event time
     outside the window): a row in ``_quarantine`` satisfies any expectation.
     """
-    report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path))
+    report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path),
+                    compared_with_broker=expected is not None)
     if jvm is not None:
         report.jvm_files, report.foreign_jvm_files = jvm.files, list(jvm.foreign)
         for p in set(jvm.rows) | set(jvm.heartbeats):

@@ -14,9 +14,13 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from garmexport.cli.main import PIPE_CLOSED
+from garmexport.protocol.naming import FileName
+from garmexport.storage.footer import FileFacts
 from garmexport.tools.embedded_broker import free_port
 from tests.integration.harness import PYTHON, ROOT, Exporter, exporter_env
 from tests.integration.test_cli_operator import garmexport, lines
@@ -66,6 +70,35 @@ def test_an_output_root_that_is_a_file_is_one_line_for_run_and_verify(tmp_path: 
     assert (event["level"], event["event"], event["command"]) == (
         "ERROR", "configuration_error", "run"), event
     assert "is a file, not a directory" in event["error"], event
+
+
+def test_verify_of_a_root_written_for_another_topic_is_an_error_naming_both(
+        tmp_path: Path) -> None:
+    """Files of topic t5 only, source.topic = t: no row of t is read, which is not a clean
+    check but a configuration error (exit 2) in one line, before the broker is read. With
+    t5 it passes without claiming what only the broker can tell."""
+    root = tmp_path / "out"
+    day = root / "fs" / "day=2026-11-01"
+    day.mkdir(parents=True)
+    for p in (0, 1):
+        facts = FileFacts("c", "t5", p, 0, 9, 10)
+        rows = pa.table({"kafka_partition": [p] * 10, "kafka_offset": list(range(10))})
+        pq.write_table(rows.replace_schema_metadata(facts.metadata()),
+                       day / FileName("c", "t5", p, 0).format())
+    code, err, _ = garmexport(_down(root), "verify", "--no-broker")
+    assert code == 2, err
+    assert "Traceback" not in err and len(lines(err)) == 1, err
+    assert (f"garmexport verify: configuration error: source.topic (GARMEXPORT_SOURCE_TOPIC) "
+            f"= 't': no file under {root} holds a row of it; its files hold topic 't5' "
+            "(2 files)") in err, err
+    # with the root's topic it passes, and says what it could not check without the broker
+    done = subprocess.run([PYTHON, "-m", "garmexport", "verify", "--no-broker"], cwd=ROOT,
+                          env=_down(root, SOURCE_TOPIC="t5"),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith(
+        "verify: OK without the broker: no duplicates, "), done.stdout
+    assert "not checked: missing records" in done.stdout, done.stdout
 
 
 def test_run_creates_a_missing_root_and_says_so(tmp_path: Path) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from garmexport.compaction.names import CompactedName
+from garmexport.errors import ConfigError
 from garmexport.protocol.naming import FileName
 from garmexport.storage.footer import FileFacts
 from garmexport.storage.open import open_storage
-from garmexport.tools.verify import compare, read_output
+from garmexport.tools.verify import check_topic, compare, read_output
 from garmexport.tools.verify_findings import DuplicateGroup, Gap
 
 DAY = "day=2026-11-01"
@@ -169,3 +173,50 @@ def test_a_file_that_cannot_be_read_is_a_finding_and_the_other_files_are_read(tm
     assert doc["ok"] is False and doc["unreadable_count"] == 2
     assert doc["unreadable_files"][0] == {
         "path": text, "what": f"{text}: {unreadable[0].problem}"}
+
+
+def test_a_root_of_another_topic_is_an_error_naming_both_topics_not_an_empty_ok(tmp_path):
+    def published(topic: str, partition: int, offsets: range, dataset: str = "fs") -> str:
+        return write(tmp_path, dataset, FileName("c", topic, partition, offsets[0]).format(),
+                     partition, offsets, facts=FileFacts("c", topic, partition, offsets[0],
+                                                         offsets[-1], len(offsets)))
+
+    storage = open_storage(str(tmp_path), "t")
+    topics: Counter[str] = Counter()
+    held, _ = read_output(storage, "garmadon", None, [], [], topics)
+    check_topic("garmadon", held, topics, str(tmp_path))  # an empty root: nothing to say
+    published("t5", 0, range(0, 10))
+    published("t5", 1, range(0, 10))
+    # a compacted file has no garmexport footer: its name says the topic
+    write(tmp_path, "gc", CompactedName("c", "t5", 1, 0).format(), 0, range(10, 11))
+    held, files = read_output(storage, "garmadon", None, [], [], topics)
+    assert files == 3 and held == {} and topics == {"t5": 3}
+    with pytest.raises(ConfigError) as raised:
+        check_topic("garmadon", held, topics, str(tmp_path))
+    assert str(raised.value) == (
+        f"source.topic (GARMEXPORT_SOURCE_TOPIC) = 'garmadon': no file under {tmp_path} holds "
+        "a row of it; its files hold topic 't5' (3 files): set source.topic to the topic this "
+        "root was written for, or correct output.root")
+    # one file of the configured topic among them: its rows are checked, the others' not
+    published("garmadon", 0, range(0, 5))
+    topics.clear()
+    held, files = read_output(storage, "garmadon", None, [], [], topics)
+    assert set(held) == {(0, o) for o in range(5)} and topics == {"t5": 3, "garmadon": 1}
+    check_topic("garmadon", held, topics, str(tmp_path))
+
+
+def test_an_ok_without_the_broker_says_what_it_did_not_check(tmp_path):
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 10))
+    write(tmp_path, "fs", "b.parquet", 0, range(20, 30))  # 10..19 lost: unseen without it
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    alone = compare(held, files, None)
+    assert alone.ok and alone.verdict() == (
+        "verify: OK without the broker: no duplicates, no file that disagrees with itself or "
+        "cannot be read; not checked: missing records (a lost file, the end of a partition), "
+        "misplaced and unexpected rows, as the output was not compared against the topic")
+    assert alone.to_dict()["compared_with_broker"] is False
+    expected = {0: {o: "fs" for o in [*range(0, 10), *range(20, 30)]}}
+    both = compare(held, files, expected)
+    assert both.verdict() == "verify: OK, every record exactly once"
+    assert both.to_dict()["compared_with_broker"] is True
+    assert compare(held, files, {0: {o: "fs" for o in range(30)}}).verdict() == "verify: FAILED"
