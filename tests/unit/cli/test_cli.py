@@ -38,3 +38,14 @@ def test_a_subcommand_whose_module_is_missing_exits_2(monkeypatch, capsys):
     monkeypatch.setitem(cli.COMMANDS, "nothing", ("placeholder", "placeholder"))
     assert cli.main(["nothing"]) == 2
     assert "not implemented yet" in capsys.readouterr().err
+
+
+def test_the_demo_progress_line_never_shows_a_lag_below_what_is_unread():
+    from garmexport.cli.demo import progress_line
+
+    # the lag gauge read a moment before the consumed counter: it must not contradict it
+    assert progress_line(0, 5000, 4846).endswith(
+        "lag 5000: 5000 to read, 0 read and waiting in files not yet published "
+        "(writer.max_file_age_s)")
+    assert ", lag 300: 100 to read, 200 read and waiting" in progress_line(4900, 5000, 300)
+    assert progress_line(0, 5000, None).endswith("lag not known yet (partitions being assigned)")
