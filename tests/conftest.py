@@ -22,12 +22,24 @@ from tests.broker import Broker, start_broker
 from tests.hypothesis_profiles import register
 from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
 from tests.system_tools import unavailable
+from tests.tier_times import TierTimes
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
 from tests.webhdfs_server import WebHdfsServer
 
 HYPOTHESIS_PROFILE = register()  # before any test module states its examples
 
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
+#: Session fixtures that run a Spark JVM (5-15 s and about 1.5 GB each). Under pytest-xdist
+#: every worker has its own session, so the tests that use one go to one worker (``--dist
+#: loadgroup``, as ``tox`` runs) and each starts once per run, not once per worker. The
+#: standalone metastore (``metastore``, a lighter JVM) starts once in each worker that needs
+#: it: the tests that share it take half the suite's time, too long for one worker.
+_SPARK_FIXTURES = ("spark", "hiveserver")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) only
+        config.pluginmanager.register(TierTimes(), "tier_times")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -36,6 +48,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for tier in _TIERS:
             if tier in parts[-3:-1]:
                 item.add_marker(getattr(pytest.mark, tier))
+        for name in _SPARK_FIXTURES:
+            if name in item.fixturenames:  # type: ignore[attr-defined]
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
 
 
 @pytest.fixture(scope="session")
