@@ -30,8 +30,9 @@ HYPOTHESIS_PROFILE = register()  # before any test module states its examples
 
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
 #: Session fixtures that run a Spark JVM (5-15 s and about 1.5 GB each). Under pytest-xdist
-#: every worker has its own session, so the tests that use one go to one worker (``--dist
-#: loadgroup``, as ``tox`` runs) and each starts once per run, not once per worker. The
+#: every worker has its own session, so with ``--dist loadgroup`` (``tox -- -n 4 --dist
+#: loadgroup``; ``tox`` itself runs serially) the tests that use one go to one worker and
+#: each starts once per run, not once per worker. The
 #: standalone metastore (``metastore``, a lighter JVM) starts once in each worker that needs
 #: it: the tests that share it take half the suite's time, too long for one worker.
 _SPARK_FIXTURES = ("spark", "hiveserver")
