@@ -43,6 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(TierTimes(), "tier_times")
 
 
+# First: pytest-xdist reads the ``xdist_group`` marks in its own hook of the same name (it
+# renames each item's node id after its group), so they must be there before it runs.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.path)).parts
