@@ -19,6 +19,7 @@ from garmexport.storage.base import ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIREC
 from garmexport.compaction.fs import HadoopFs, LocalFs
 from garmexport.compaction.job import CompactOptions, Summary, run
 from garmexport.compaction.names import CompactedName
+from garmexport.compaction.recover import wall_ms
 from garmexport.compaction.scan import ranges_from_json
 from garmexport.compaction.swap import CRASH_ENV, STEPS
 from garmexport.hive.tables import TableNaming
@@ -105,6 +106,13 @@ def test_a_thousand_small_files_become_target_sized_files_with_the_same_rows(
     assert complete.is_current(doc, os.listdir(os.path.join(root, "fs", f"day={DAY}")))
 
 
+#: the target size for ``small_day``: about ten of its 3 KB files per output, so that a
+#: day compacts into three outputs (a swap with several moves and deletes, as the kill
+#: points need) instead of thirty one-file outputs, each a Spark job of its own (half of a
+#: compaction run's time when this was 2,000)
+SMALL_TARGET = 32_000
+
+
 def small_day(root: str) -> list[tuple[int, int]]:
     rows = write_day(root, "gc", DAY, partitions=2, files_per_partition=15, rows_per_file=3)
     markers_for(root, {p: {"gc": 10_000} for p in range(2)}, CLOSED_MS)
@@ -122,10 +130,14 @@ def test_a_crash_at_any_step_of_the_swap_is_repaired_by_the_next_run(
         if at == step:
             raise Crash(at)
 
-    with pytest.raises(Crash):  # "waiting" is only reached by a run that waits
-        run(spark, LocalFs(root), options(root, database, 2000, grace_s=float(
-            step == "waiting"), sweep_every_s=0.2), NOW_MS, crash)
-    summary = run(spark, LocalFs(root), options(root, database, 2000), NOW_MS)
+    # "waiting" is only reached by a run that waits: there the clock stands still, so the
+    # swap is in its grace at the first sweep however slow the machine (a 1 s grace on the
+    # wall clock ran out before it under load, and the run finished the swap instead)
+    with pytest.raises(Crash):
+        run(spark, LocalFs(root), options(root, database, SMALL_TARGET, grace_s=float(
+            step == "waiting"), sweep_every_s=0.2), NOW_MS, crash,
+            clock=(lambda: NOW_MS) if step == "waiting" else wall_ms)
+    summary = run(spark, LocalFs(root), options(root, database, SMALL_TARGET), NOW_MS)
     assert read_rows(root, "gc", DAY) == sorted(rows)
     assert all(CompactedName.parse(n) for n in data_files(root, "gc", DAY))
     assert not os.listdir(os.path.join(root, "_compaction", "gc", f"day={DAY}"))
@@ -141,7 +153,7 @@ def run_process(root: str, workdir: str, env: dict[str, str],
     """Run a compaction process; SIGKILL it ``delay_s`` after it prints ``kill_after``."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.spark.run_compaction", root, workdir, str(NOW_MS),
-         "2000"], cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE,
+         str(SMALL_TARGET)], cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -168,7 +180,7 @@ def test_a_killed_compaction_process_leaves_the_day_exact_after_the_next_run(
         code = run_process(root, workdir, {}, kill_after=after,
                            delay_s=random.uniform(0, 2.0) if after == "starting" else 0.0)
     assert code in (137, -signal.SIGKILL)
-    run(spark, LocalFs(root), options(root, "killed_" + how.replace("-", "_"), 2000), NOW_MS)
+    run(spark, LocalFs(root), options(root, "killed_" + how.replace("-", "_"), SMALL_TARGET), NOW_MS)
     assert read_rows(root, "gc", DAY) == sorted(rows)
     assert all(CompactedName.parse(n) for n in data_files(root, "gc", DAY))
     assert hive_count(spark, "killed_" + how.replace("-", "_"), "gc") == len(rows)
@@ -211,7 +223,7 @@ def test_files_published_into_the_day_during_compaction_are_left_alone(
         if step == "before-journal":  # Spark has written; the swap has not started
             published.append(write_raw(root, "gc", DAY, 1, [20_000, 20_002]))
 
-    summary: Summary = run(spark, LocalFs(root), options(root, "during", 2000), NOW_MS,
+    summary: Summary = run(spark, LocalFs(root), options(root, "during", SMALL_TARGET), NOW_MS,
                            exporter_publishes)
     assert summary.files_in == 30
     assert published[0] in data_files(root, "gc", DAY)

@@ -35,7 +35,7 @@ from garmexport.compaction.swap import CRASH_ENV, STEPS
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import columns_of, partition_location, table_location
 from tests.spark.exporter_like import data_files, read_rows, write_raw
-from tests.spark.test_compaction import DAY, NOW_MS, REPO, small_day
+from tests.spark.test_compaction import DAY, NOW_MS, REPO, SMALL_TARGET, small_day
 
 pytestmark = pytest.mark.spark
 
@@ -137,7 +137,7 @@ def compact(root: str, workdir: str, metastore: Any, database: str,
     """One ``compact``-like run in its own process (tests/spark/run_compaction.py)."""
     return subprocess.Popen(
         [sys.executable, "-m", "tests.spark.run_compaction", root, workdir, str(NOW_MS),
-         "2000", uri(metastore), database, str(grace_s)], cwd=REPO,
+         str(SMALL_TARGET), uri(metastore), database, str(grace_s)], cwd=REPO,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         start_new_session=True)
