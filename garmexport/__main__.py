@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from garmexport.cli.main import main
+from garmexport.cli.main import entry
 
-raise SystemExit(main())
+entry()

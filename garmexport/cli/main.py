@@ -31,10 +31,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from garmexport import __version__
 from garmexport.observe import logs
 from garmexport.observe.logs import log_event
+from garmexport.process.leave import leave
 from garmexport.settings import extras
 from garmexport.settings.load import load_config
 from garmexport.settings.load import CONFIG_PATH_ENV
@@ -115,6 +117,15 @@ def _entry(name: str):  # -> the subcommand's main(args, config) -> int
 
 def _requested_command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
+
+
+def entry() -> NoReturn:
+    """The process entry point (the ``garmexport`` command, ``python -m garmexport``): run
+    :func:`main` on the process arguments and end with its status through
+    :func:`~garmexport.process.leave.leave`, which skips the native teardown that can turn a
+    finished command into a SIGABRT. An uncaught exception ends the process the usual way,
+    with its traceback."""
+    leave(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
