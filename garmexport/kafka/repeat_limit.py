@@ -4,7 +4,9 @@ librdkafka repeats a failure every time it retries (about 1,150 ``FAIL`` lines a
 with the broker down). :class:`RepeatLimiter` lets the first line of a key through, then
 swallows repeats of that key for ``window_s`` seconds, counting them; the next line of the
 key after the window passes again and carries that count. A key is the message with its
-numbers blanked (:func:`repeat_key`), so "after 12ms" and "after 15ms" are one kind.
+numbers blanked (:func:`repeat_key`), so "after 12ms" and "after 15ms" are one kind, and
+without librdkafka's own count of the repeats it held back (", 3 identical error(s)
+suppressed"), which it appends to the next line of the same message: that line is a repeat.
 
 Invariants: pure (the caller passes ``now`` in monotonic seconds); at most ``max_keys``
 keys are remembered, the oldest forgotten first, so a flood of distinct messages cannot
@@ -16,11 +18,14 @@ from __future__ import annotations
 import re
 
 _NUMBER = re.compile(r"\d+")
+#: librdkafka's note on a line that follows repeats it held back (rdkafka_broker.c)
+_ITS_OWN_COUNT = re.compile(r", # identical error\(s\) suppressed")
 
 
 def repeat_key(*parts: str) -> str:
-    """The kind of a message: its parts with every run of digits replaced by ``#``."""
-    return "|".join(_NUMBER.sub("#", part) for part in parts)
+    """The kind of a message: its parts with every run of digits replaced by ``#`` and
+    librdkafka's count of suppressed repeats left out."""
+    return "|".join(_ITS_OWN_COUNT.sub("", _NUMBER.sub("#", part)) for part in parts)
 
 
 class RepeatLimiter:

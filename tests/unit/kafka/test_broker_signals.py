@@ -74,6 +74,17 @@ def test_numbers_do_not_make_a_message_new() -> None:
     assert repeat_key("FAIL", "x") != repeat_key("ERROR", "x")
 
 
+def test_librdkafka_s_own_count_of_held_back_repeats_does_not_make_a_message_new() -> None:
+    """librdkafka appends ", N identical error(s) suppressed" to the next line of a message
+    it held back; a broker outage under load logged that line as a fourth kind of refusal."""
+    first = ("127.0.0.1:39273/bootstrap: Connect to ipv4#127.0.0.1:39273 failed: Connection "
+             "refused (after 0ms in state CONNECT)")
+    again = first[:-1] + ", 1 identical error(s) suppressed)"
+    assert repeat_key("FAIL", again) == repeat_key("FAIL", first)
+    assert repeat_key("FAIL", again.replace("1 identical", "17 identical")) == \
+        repeat_key("FAIL", first)
+
+
 def test_a_non_positive_window_is_refused() -> None:
     with pytest.raises(ValueError):
         RepeatLimiter(window_s=0)
