@@ -11,7 +11,6 @@ event is printed and loosely bounded.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections import Counter
 from pathlib import Path
@@ -84,18 +83,26 @@ def build_history(root: Path, topic: str, days: int) -> None:
         _file(root, "fs", p, day, topic, offset)
 
 
-def measure_recovery(root: Path, topic: str, rounds: int = 7) -> tuple[Counter, float]:
-    """Storage calls of one recovery of all partitions, and the median seconds of one."""
-    times, calls = [], None
+def measure_recovery(roots: dict[int, Path], topic: str, rounds: int = 9
+                     ) -> dict[int, tuple[Counter, float]]:
+    """Per history: the storage calls of one recovery of all partitions, and the fastest
+    of ``rounds`` recoveries. The histories take turns in each round and the minimum is
+    kept, so a burst of load from the tests beside this one (4 workers on 2 cores) slows
+    one sample, not one history's figure: a median of consecutive rounds once put the
+    365-day history at 3.4 times the 1-day one, with the same storage calls."""
+    times: dict[int, list[float]] = {days: [] for days in roots}
+    calls: dict[int, Counter] = {}
     for _ in range(rounds):
-        storage = CountingStorage(LocalStorage(root, "probe"))
-        started = time.perf_counter()
-        states = [read_partition_state(storage, "local", topic, p) for p in range(PARTITIONS)]
-        times.append(time.perf_counter() - started)
-        assert all(s.files_checked == 1 for s in states)
-        assert calls is None or calls == storage.calls
-        calls = storage.calls
-    return calls, statistics.median(times)
+        for days, root in roots.items():
+            storage = CountingStorage(LocalStorage(root, "probe"))
+            started = time.perf_counter()
+            states = [read_partition_state(storage, "local", topic, p)
+                      for p in range(PARTITIONS)]
+            times[days].append(time.perf_counter() - started)
+            assert all(s.files_checked == 1 for s in states)
+            assert days not in calls or calls[days] == storage.calls
+            calls[days] = storage.calls
+    return {days: (calls[days], min(times[days])) for days in roots}
 
 
 def test_recovery_does_the_same_storage_work_for_1_30_and_365_days_of_history(
@@ -110,7 +117,7 @@ def test_recovery_does_the_same_storage_work_for_1_30_and_365_days_of_history(
         assert files == PARTITIONS * (days * len(EXPORTED) + 1)
         print(f"history of {days} days: {files} files built in {time.perf_counter() - started:.1f} s")
 
-    measured = {days: measure_recovery(roots[days], topic) for days in HISTORIES}
+    measured = measure_recovery(roots, topic)
     for days, (calls, seconds) in measured.items():
         print(f"recovery of {days:>3} days: {seconds * 1000:.2f} ms, storage calls {dict(calls)}")
     assert measured[1][0] == measured[30][0] == measured[365][0]
