@@ -26,7 +26,12 @@ from tests.integration.harness import (
 )
 
 PARTITIONS = 2
-EVENTS = 30_000
+#: about 1,200 files of 10 rows in the closed day; with 30,000 events, and late events at
+#: 400 a second, the second run had some 4,000 files to fold and took over 600 s on a
+#: loaded machine
+EVENTS = 24_000
+#: late events per 0.5 s: some 4 files a second while the first run plans, writes and swaps
+LATE_BATCH = 20
 CLOSED_DAY = day_name(NOW_MS // MS_PER_DAY - 1)
 
 
@@ -44,18 +49,18 @@ def visible_files(root: Path, output: str, day: str) -> list[Path]:
 
 
 def late_events(bootstrap: str, topic: str, stop: threading.Event, sent: list[int]) -> None:
-    """Late fs events of the closed day, a few hundred a second, until ``stop``."""
+    """Late fs events of the closed day, 40 a second, until ``stop``."""
     fs = by_output("fs")
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     i = 0
     while not stop.is_set():
-        for _ in range(20):
+        for _ in range(LATE_BATCH):
             ts = NOW_MS // MS_PER_DAY * MS_PER_DAY - 3_600_000 - i  # 23:00 of the closed day
             producer.produce(topic, encode(fs.marker, ts, b"", b""), partition=i % PARTITIONS,
                              timestamp=NOW_MS)
             i += 1
         producer.poll(0)
-        time.sleep(0.05)
+        time.sleep(0.5)
     producer.flush(30)
     sent.append(i)
 
