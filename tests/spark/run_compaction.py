@@ -1,18 +1,31 @@
-"""A compaction run in its own process, for the tests that kill it (SIGKILL, crash hook).
+"""Compaction runs in their own process, for the tests that kill them (SIGKILL, crash hook).
 
 Usage: ``python -m tests.spark.run_compaction ROOT WORKDIR NOW_MS TARGET_BYTES
-[METASTORE_URI DATABASE [GRACE_S]]``. Without a metastore server Hive is off (the test's
-own session holds the embedded metastore) and the file side is what a kill can break; with
-one, the run flips the partitions of ``DATABASE`` as ``compact`` does, and waits
+[METASTORE_URI DATABASE [GRACE_S]]``: one run. Without a metastore server Hive is off (the
+test's own session holds the embedded metastore) and the file side is what a kill can
+break; with one, the run flips the partitions of ``DATABASE`` as ``compact`` does, and waits
 ``GRACE_S`` (default 0) after each flip before it changes the day directory, sweeping new
-files into the view every 0.5 s. Prints ``starting``, then
-each swap step as it is reached, so a test can time a kill.
+files into the view every 0.5 s. Prints ``starting``, then each swap step as it is reached,
+so a test can time a kill, then the run's summary line.
+
+``python -m tests.spark.run_compaction --serve WORKDIR METASTORE_URI REQUESTS``: one Spark
+session for many runs, each asked for by a file ``REQUESTS/<n>.json`` (``{"root", "now_ms",
+"target", "database", "grace_s"}``; ``{"stop": true}`` ends the loop), printing into
+``<n>.out`` what a single run prints and leaving its exit status in ``<n>.code``. It is the
+retry of a killed run in ``tests/spark/test_swap_readers.py``: what the retry must repair
+is on disk and in the metastore, not in the killed process, and a Spark JVM start is the
+largest cost of that test (a fresh session per retry took 12 of its starts).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
 
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.job import CompactOptions, run
@@ -22,27 +35,67 @@ from garmexport.hive.tables import TableNaming
 from tests.spark.conftest import local_spark_conf
 
 
-def main(root: str, workdir: str, now_ms: str, target: str, metastore_uri: str = "",
-         database: str = "", grace_s: str = "0") -> None:
+def session(workdir: str, metastore_uri: str) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = build_session("local[1]", metastore_uri, local_spark_conf(workdir))
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def compact_once(spark: Any, out: TextIO, root: str, now_ms: int, target: int,
+                 hive: bool, database: str, grace_s: float) -> None:
+    """One run over ``root``, printing ``starting``, each swap step and the summary."""
     fs = LocalFs(root)
-    opts = CompactOptions(root_uri=fs.uri, lateness_s=3600.0, target_file_bytes=int(target),
+    opts = CompactOptions(root_uri=fs.uri, lateness_s=3600.0, target_file_bytes=target,
                           sort_columns=("kafka_partition", "kafka_offset"), codec="zstd",
-                          hive=bool(metastore_uri),
-                          tables=TableNaming(database or TableNaming.database),
-                          grace_s=float(grace_s), sweep_every_s=0.5)
+                          hive=hive, tables=TableNaming(database or TableNaming.database),
+                          grace_s=grace_s, sweep_every_s=0.5)
 
     def crash(step: str) -> None:
-        print(step, flush=True)
+        print(step, file=out, flush=True)
         crash_point(step)
 
-    print("starting", flush=True)
-    summary = run(spark, fs, opts, int(now_ms), crash)
-    print(summary.line(), flush=True)
+    print("starting", file=out, flush=True)
+    summary = run(spark, fs, opts, now_ms, crash)
+    print(summary.line(), file=out, flush=True)
+
+
+def main(root: str, workdir: str, now_ms: str, target: str, metastore_uri: str = "",
+         database: str = "", grace_s: str = "0") -> None:
+    spark = session(workdir, metastore_uri)
+    compact_once(spark, sys.stdout, root, int(now_ms), int(target), bool(metastore_uri),
+                 database, float(grace_s))
+    spark.stop()
+
+
+def serve(workdir: str, metastore_uri: str, requests: str) -> None:
+    spark = session(workdir, metastore_uri)
+    print("ready", flush=True)
+    n = 0
+    while True:
+        request = Path(requests, f"{n}.json")
+        while not request.exists():
+            time.sleep(0.05)
+        doc = json.loads(request.read_text())
+        if doc.get("stop"):
+            break
+        code = 0
+        with open(Path(requests, f"{n}.out"), "w") as out:
+            try:
+                compact_once(spark, out, doc["root"], int(doc["now_ms"]), int(doc["target"]),
+                             True, doc["database"], float(doc["grace_s"]))
+            except Exception:  # noqa: BLE001 - the test reads the traceback from the output
+                print(traceback.format_exc(), file=out, flush=True)
+                code = 1
+        done = Path(requests, f"{n}.code.tmp")
+        done.write_text(str(code))
+        os.replace(done, Path(requests, f"{n}.code"))
+        n += 1
     spark.stop()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "--serve":
+        serve(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])
