@@ -13,6 +13,7 @@ runs the quick ``dev`` profile locally and the thorough ``ci`` one when ``CI`` i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,14 +29,28 @@ from tests.webhdfs_server import WebHdfsServer
 
 HYPOTHESIS_PROFILE = register()  # before any test module states its examples
 
+#: JVM flags for every Spark JVM the suite starts (the session's, each compaction process,
+#: the reader processes, the Thrift server: spark-submit passes ``SPARK_SUBMIT_OPTS`` to the
+#: JVM it launches, and every test process inherits this environment). A test JVM lives
+#: seconds on kilobytes of data: the C1 compiler alone and the serial collector cut a
+#: compaction process's CPU from about 29 to 17 s (tests/README.md), which is what the
+#: Spark tier is bound by on two cores. Production keeps the JVM's defaults (C2 pays off on
+#: a day of data); no test measures the JVM's own speed.
+TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+    filter(None, (os.environ.get("SPARK_SUBMIT_OPTS", ""), TEST_JVM_FLAGS)))
+
 _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
-#: Session fixtures that run a Spark JVM (5-15 s and about 1.5 GB each). Under pytest-xdist
-#: every worker has its own session, so with ``--dist loadgroup`` (``tox -- -n 4 --dist
-#: loadgroup``; ``tox`` itself runs serially) the tests that use one go to one worker and
-#: each starts once per run, not once per worker. The
-#: standalone metastore (``metastore``, a lighter JVM) starts once in each worker that needs
-#: it: the tests that share it take half the suite's time, too long for one worker.
-_SPARK_FIXTURES = ("spark", "hiveserver")
+#: Fixtures that run JVMs for the session (or a module), and the pytest-xdist group of the
+#: tests that use them. Under ``--dist loadgroup`` (``tox`` runs 4 workers) every worker has
+#: its own session, so a fixture would otherwise start once in each worker that runs one
+#: of its tests, and keep its share of the two cores busy until the worker ends: the
+#: in-process SparkSession (``spark``); the swap reader (``reader``, a Spark JVM sampling
+#: the metastore without pause) and its metastore; the standalone metastore and the Thrift
+#: server (``metastore``, ``hiveserver``) for the other Hive tests. The first fixture of
+#: this list that a test uses names its group.
+_JVM_GROUPS = (("spark", "spark"), ("reader", "swap"), ("hiveserver", "hive"),
+               ("metastore", "hive"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,9 +67,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for tier in _TIERS:
             if tier in parts[-3:-1]:
                 item.add_marker(getattr(pytest.mark, tier))
-        for name in _SPARK_FIXTURES:
-            if name in item.fixturenames:  # type: ignore[attr-defined]
-                item.add_marker(pytest.mark.xdist_group(name))
+        for fixture, group in _JVM_GROUPS:
+            if fixture in item.fixturenames:  # type: ignore[attr-defined]
+                item.add_marker(pytest.mark.xdist_group(group))
                 break
 
 
