@@ -25,8 +25,8 @@ from garmexport.actors.actor_support import storage_for
 from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
 from garmexport.pipeline.writer_site import WriterSite
 from garmexport.settings.config import Config
-from garmexport.errors import ConfigError
-from garmexport.observe.health import Health, HealthServer, serve, write_port_file
+from garmexport.observe.health import (Health, HealthServer, listen_refused, serve,
+                                       write_port_file)
 from garmexport.hive.register import Registrar, start_registrar
 from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.logs import log_event
@@ -97,12 +97,9 @@ def assemble(
 
 def _serve(config: Config, registry: CollectorRegistry, health: Health) -> HealthServer:
     """The metrics and health server; a port that cannot be bound is a configuration error
-    that names the setting (the bare OSError, "Address already in use", names neither)."""
+    that names the setting (:func:`~garmexport.observe.health.listen_refused`)."""
     host, port = config.metrics.host, config.metrics.port
     try:
         return serve(host, port, registry, health)
     except OSError as exc:
-        raise ConfigError(
-            f"metrics.port (GARMEXPORT_METRICS_PORT) = {port} on metrics.host {host!r}: cannot "
-            f"listen: {exc.strerror or exc}: stop what holds the port, or choose a free port "
-            "(0: any free port)") from exc
+        raise listen_refused(host, port, exc) from exc

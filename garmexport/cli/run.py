@@ -46,6 +46,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         return _supervise(args, config)
     if args.reader is not None:
         _log_as(config, args.reader)
+    elif _metrics_port_busy(config):
+        return 2
     from garmexport.pipeline.kafka_source import KafkaSource
 
     _prepare_root(args, config)
@@ -66,12 +68,37 @@ def _supervise(args: argparse.Namespace, config: Config) -> int:
     from garmexport.process.instance_id import new_instance_id
 
     _log_as(config, SUPERVISOR)
+    if _metrics_port_busy(config):
+        return 2
     _prepare_root(args, config)  # once, before its readers start
     if config.jvm.takeover:
         # once for the instance, before any reader joins; in a child, so that the
         # supervisor never loads pyarrow and librdkafka (52 MB of RSS, DESIGN.md 9.10)
         call_in_child(_take_over_before_joining, config)
     return run_supervisor(config, args.instance or new_instance_id(), args.config)
+
+
+def _metrics_port_busy(config: Config) -> bool:
+    """Whether the instance's metrics port cannot be bound, checked before anything waits
+    on the broker (the JVM root's takeover, the group join): then the same two lines on
+    both paths as a failure of the exporter (``failure``, ``stopped`` with code 2), which
+    name the port and the setting; the traceback only at DEBUG."""
+    import time
+    import traceback
+
+    from garmexport.errors import ConfigError
+    from garmexport.observe.health import check_listen
+
+    started = time.monotonic()
+    try:
+        check_listen(config.metrics.host, config.metrics.port)
+        return False
+    except ConfigError as exc:
+        detail = {"detail": traceback.format_exc()} if log.isEnabledFor(logging.DEBUG) else {}
+        log_event(log, "failure", level=logging.ERROR, where="start", error=str(exc), **detail)
+        log_event(log, "stopped", code=2, reason=f"start: {exc}",
+                  seconds=round(time.monotonic() - started, 3))
+        return True
 
 
 def _log_as(config: Config, reader: str) -> None:

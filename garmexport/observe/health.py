@@ -34,6 +34,7 @@ from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from garmexport.errors import ConfigError
 from garmexport.observe.metrics import Metrics
 
 LIVE_PATH = "/health/live"
@@ -234,6 +235,27 @@ def serve(host: str, port: int, registry: CollectorRegistry, health: HealthSourc
                               name="garmexport-http", daemon=True)
     thread.start()
     return HealthServer(httpd, thread)
+
+
+def listen_refused(host: str, port: int, exc: OSError) -> ConfigError:
+    """The error of a metrics address that cannot be bound: it names the setting, which the
+    bare OSError ("Address already in use") does not."""
+    return ConfigError(
+        f"metrics.port (GARMEXPORT_METRICS_PORT) = {port} on metrics.host {host!r}: cannot "
+        f"listen: {exc.strerror or exc}: stop what holds the port, or choose a free port "
+        "(0: any free port)")
+
+
+def check_listen(host: str, port: int) -> None:
+    """Bind (host, port) as :func:`serve` does and let it go at once: a start finds a busy
+    port before it waits on anything (the broker, a JVM root's takeover). Port 0 is never
+    busy. Raises :func:`listen_refused`'s ConfigError."""
+    if port == 0:
+        return
+    try:
+        ThreadingHTTPServer((host, port), BaseHTTPRequestHandler).server_close()
+    except OSError as exc:
+        raise listen_refused(host, port, exc) from exc
 
 
 def write_port_file(path: str, port: int) -> None:
