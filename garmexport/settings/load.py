@@ -21,7 +21,7 @@ import math
 import re
 import tomllib
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from garmexport.settings.config import DEFAULT_KAFKA, KAFKA, SECTIONS, Config, KafkaSettings, shown
 from garmexport.errors import ConfigError
@@ -259,8 +259,17 @@ def _toml(value: object) -> str:
     return json.dumps(value)  # a TOML basic string is a JSON string for these values
 
 
+#: keys whose 0 stands for a number found at run time, and how to find it: ``describe``
+#: shows the number beside the 0, which alone does not say how many readers will run
+_RESOLVED_AT_RUN_TIME: dict[tuple[str, str], Callable[[Config], int]] = {
+    ("actors", "parallelism"): lambda c: c.actors.readers(),
+    ("actors", "cores"): lambda c: c.actors.worker_threads(),
+}
+
+
 def describe(config: Config) -> str:
-    """The effective configuration as TOML with secrets masked (see Config.describe)."""
+    """The effective configuration as TOML with secrets masked (see Config.describe); a key
+    whose 0 is resolved at run time carries, as a comment, what it resolves to here."""
     lines = ["# effective garmexport configuration, from " + " < ".join(config.origin)]
     for f in dataclasses.fields(config):
         if f.name == "origin":
@@ -270,6 +279,11 @@ def describe(config: Config) -> str:
             lines += [f"{json.dumps(k)} = {_toml(shown(k, v))}" for k, v in config.kafka.items()]
             continue
         section = getattr(config, f.name)
-        lines += [f"{key} = {_toml(shown(key, getattr(section, key)))}"
-                  for key in _fields(f.name)]
+        for key in _fields(f.name):
+            value = getattr(section, key)
+            line = f"{key} = {_toml(shown(key, value))}"
+            resolve = _RESOLVED_AT_RUN_TIME.get((f.name, key))
+            if resolve is not None and value == 0:
+                line += f"  # 0: the CPUs this process may use, {resolve(config)} here"
+            lines.append(line)
     return "\n".join(lines) + "\n"

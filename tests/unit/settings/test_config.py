@@ -182,6 +182,17 @@ def test_describe_is_toml_that_loads_back_to_the_same_config(tmp_path):
     assert load_config(path, {}) == config
 
 
+def test_describe_shows_what_a_parallelism_and_cores_of_0_resolve_to_here(monkeypatch):
+    """``parallelism = 0`` alone does not say how many readers ``run`` starts (issue 32,
+    item 8): the number found here stands beside it, and an explicit value stands alone."""
+    from garmexport.settings import config as config_module
+
+    monkeypatch.setattr(config_module, "usable_cpus", lambda: 3)
+    text = describe(load_config(None, {"GARMEXPORT_ACTORS_CORES": "2"}))
+    assert "\nparallelism = 0  # 0: the CPUs this process may use, 3 here\n" in text, text
+    assert "\ncores = 2\n" in text, text
+
+
 def test_consumer_settings_add_the_group_and_copy():
     config = load_config(None, {"GARMEXPORT_SOURCE_GROUP_ID": "g2"})
     settings = config.consumer_settings()
