@@ -223,7 +223,9 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
         sync_hive(spark, fs, opts, QUARANTINE_DIR, quarantine_days, [])
     wait_out(fs, ctx, summary, opts.lateness_s, opts.sweep_every_s)
     summary.seconds = time.monotonic() - started
-    log_event(log, "compaction_done", dry_run=opts.dry_run, **{k: v for k, v in vars(summary).items()
-                                         if k != "problems"}, problems=len(summary.problems))
+    # the same names as the summary printed and as JSON: a dry run's are planned figures
+    done = {k: v for k, v in summary.as_dict(opts.dry_run).items() if k != "problems"}
+    log_event(log, "compaction_done", dry_run=opts.dry_run, **done,
+              problems=len(summary.problems))
     return summary
 

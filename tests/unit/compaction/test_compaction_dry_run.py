@@ -47,3 +47,10 @@ def test_a_dry_run_over_many_days_counts_every_planned_day_and_changes_nothing(
     assert line.startswith(f"compaction dry run: {2 * len(DAYS)} days planned, files "
                            f"{summary.files_in} -> {summary.files_out}"), line
     assert {d: data_files(root, "fs", d) for d in DAYS} == before
+    # the log line names the figures as the summary does: planned, not done (issue 32,
+    # item 8: it said days_compacted and bytes_out=0 for a run that wrote nothing)
+    [done] = [e for e in map(json.loads, stream.getvalue().splitlines())
+              if e["event"] == "compaction_done"]
+    assert done["dry_run"] is True and done["days_to_compact"] == summary.days_compacted
+    assert done["files_to_compact"] == summary.files_in, done
+    assert not {"days_compacted", "bytes_out", "complete_written"} & set(done), done
