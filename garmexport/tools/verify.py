@@ -6,7 +6,8 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
 
 - duplicates: an offset held by more than one row, with the files that hold it;
 - disagreeing files: a file named like the exporter's whose name, footer and rows
-  disagree (partition, offsets, row count), or that has no footer facts;
+  disagree (partition, offsets, row count), or that has no footer facts, and a file
+  whose name is shaped like the exporter's but is not one (a 21-digit offset);
 - unreadable files: a visible file that is not Parquet (truncated, or another kind of
   file named like one), with pyarrow's reason; the other files are checked all the same;
 - with the broker only: missing records (a record of an exported type, or a bad record,
@@ -44,7 +45,7 @@ from garmexport.storage.footer import KEY_PREFIX, FileFacts
 from garmexport.tools.verify_jvm import JvmRead
 from garmexport.tools.verify_findings import (
     Disagreement, DuplicateGroup, Gap, Unreadable, dataset_of, disagreement, duplicate_groups,
-    gaps,
+    gaps, misnamed,
 )
 from garmexport.tools.verify_read import read_table
 
@@ -190,6 +191,9 @@ def _hold(table: pa.Table, dataset: str, path: str, topic: str,
                              table.column("kafka_offset").to_pylist())
         if found is not None:
             disagreeing.append(found)
+    odd = misnamed(path) if disagreeing is not None and dataset != QUARANTINE_DIR else None
+    if odd is not None and topic_of(path.rpartition("/")[2], meta, topic) == topic:
+        disagreeing.append(odd[1])
     if dataset == QUARANTINE_DIR:
         topics.update(set(table.column("topic").to_pylist()))
         table = table.filter(pa.compute.equal(table.column("topic"), topic))
@@ -308,6 +312,7 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
         report.partitions[p].gaps = found
     for d in sorted(disagreeing, key=lambda d: d.path):
         name = FileName.parse(d.path.rpartition("/")[2])
-        p = name.partition if name is not None else -1
+        odd = misnamed(d.path)
+        p = name.partition if name is not None else odd[0] if odd is not None else -1
         report.partitions.setdefault(p, PartitionReport()).disagreeing.append(d)
     return report

@@ -25,10 +25,11 @@ findings name them, from what :func:`garmexport.tools.verify.read_output` gather
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from garmexport.protocol.naming import FileName
+from garmexport.protocol.naming import LABEL_PATTERN, FileName
 from garmexport.storage.footer import FileFacts
 
 Held = Mapping[tuple[int, int], list[str]]
@@ -207,6 +208,29 @@ def disagreement(path: str, name: FileName, facts: FileFacts | None,
         problems.append(f"the footer says offsets {facts.first_offset}..{facts.last_offset}, "
                         f"the rows hold {held[0]}..{held[-1]}")
     return Disagreement(path, tuple(problems)) if problems else None
+
+
+#: a name shaped like an exporter data file's (source+topic+partition+first offset), with
+#: number fields of any length
+_SHAPED_LIKE_DATA = re.compile(
+    rf"^{LABEL_PATTERN}\+{LABEL_PATTERN}\+(\d+)\+(\d+)(?:\+{LABEL_PATTERN})?\.parquet$",
+    re.ASCII)
+
+
+def misnamed(path: str) -> tuple[int, Disagreement] | None:
+    """(the partition its name says, the finding) for a file whose name is shaped like an
+    exporter data file's but is not one (a partition not of 5 digits, a first offset not
+    of 20): the exporter's resume never reads it, so its rows are held where no chain
+    sees them. None for any other name."""
+    name = path.rpartition("/")[2]
+    m = _SHAPED_LIKE_DATA.fullmatch(name)
+    if m is None or FileName.parse(name) is not None:
+        return None
+    partition, first = m[1], m[2]
+    return int(partition), Disagreement(path, (
+        f"named like an exporter file but not one: partition {partition} ({len(partition)} "
+        f"digits, 5 expected), first offset {first} ({len(first)} digits, 20 expected); the "
+        "exporter's resume never reads it",))
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,29 @@ def test_a_file_whose_name_disagrees_with_its_footer_or_rows_is_flagged(tmp_path
     assert doc[0]["what"].startswith(f"{renamed} disagrees with itself: the name says")
 
 
+def test_a_file_named_almost_like_an_exporter_file_is_a_finding(tmp_path):
+    """A first offset of 21 digits (or a partition of 4) is not a name the exporter's resume
+    reads: its rows would be held where no chain sees them (issue 32, item 8: verify took
+    it without a word). A foreign name stays unchecked."""
+    good = FileName("c", "topic", 0, 0).format()
+    write(tmp_path, "fs", good, 0, range(0, 10), facts=FileFacts("c", "topic", 0, 0, 9, 10))
+    long = write(tmp_path, "fs", f"c+topic+00000+{10:021d}.parquet", 0, range(10, 20))
+    short = write(tmp_path, "fs", f"c+topic+0001+{0:020d}.parquet", 1, range(0, 5))
+    write(tmp_path, "fs", "not-ours.parquet", 0, range(20, 25))
+    disagreeing: list = []
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic", None, disagreeing)
+    report = compare(held, files, None, disagreeing=disagreeing)
+    assert not report.ok
+    by_partition = {p: [d.path for d in r.disagreeing] for p, r in report.partitions.items()
+                    if r.disagreeing}
+    assert by_partition == {0: [long], 1: [short]}, by_partition
+    [finding] = report.partitions[0].disagreeing
+    assert finding.problems == (
+        "named like an exporter file but not one: partition 00000 (5 digits, 5 expected), "
+        f"first offset {10:021d} (21 digits, 20 expected); the exporter's resume never "
+        "reads it",)
+
+
 def test_with_the_days_of_the_records_a_gap_is_bordered_by_the_files_of_its_own_day(tmp_path):
     d1, d2 = "day=2026-11-01", "day=2026-11-02"
     write(tmp_path, "fs", "a.parquet", 0, range(0, 40, 2), day=d1)
