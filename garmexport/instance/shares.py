@@ -17,6 +17,7 @@ the exit code is that of the first reader that ended badly, 0 only when all ende
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable
 
 from garmexport.settings.config import DEFAULT_KAFKA, Config
@@ -57,6 +58,18 @@ def reader_settings(config: Config, readers: int, index: int, port_file: str) ->
 def exit_status(returncode: int) -> int:
     """A child's return code as a shell reports it: killed by signal N is 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def how_it_ended(name: str, returncode: int) -> str:
+    """In words, how the reader ``name`` ended from its return code: "r1 was killed
+    (SIGKILL)" for a signal, "r1 exited 1" for a status."""
+    if returncode < 0:
+        try:
+            signame = signal.Signals(-returncode).name
+        except ValueError:
+            signame = f"signal {-returncode}"
+        return f"{name} was killed ({signame})"
+    return f"{name} exited {returncode}"
 
 
 def instance_exit_code(ended: Iterable[int]) -> int:

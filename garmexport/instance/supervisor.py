@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.instance.shares import (
-    exit_status, instance_exit_code, reader_name, reader_settings,
+    exit_status, how_it_ended, instance_exit_code, reader_name, reader_settings,
 )
 from garmexport.observe.health import serve, write_port_file
 from garmexport.observe.health_fold import ReadersHealth
@@ -145,7 +145,7 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
                 log_event(log, "reader_exited", child=reader.name, code=reader.status,
                           level=logging.INFO if reader.status == 0 else logging.ERROR)
                 if stop_by is None:  # on its own: the instance goes down with it
-                    reason = f"{reader.name} exited {reader.status}"
+                    reason = how_it_ended(reader.name, reader.process.returncode)
                     stop_by = time.monotonic() + stop_within_s
                     _send(readers, signal.SIGTERM)
         if all(reader.status is not None for reader in readers):

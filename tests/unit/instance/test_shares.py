@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.instance.shares import (
-    exit_status, instance_exit_code, reader_name, reader_settings, share,
+    exit_status, how_it_ended, instance_exit_code, reader_name, reader_settings, share,
 )
 from garmexport.instance.supervisor import reader_env
 from garmexport.settings.config import ActorsConfig, Config, WriterConfig
@@ -78,3 +78,12 @@ def test_the_first_reader_that_failed_decides_the_instance_code() -> None:
 
 def test_readers_are_named_by_their_index() -> None:
     assert [reader_name(k) for k in range(3)] == ["r0", "r1", "r2"]
+
+
+def test_how_a_reader_ended_is_said_in_words() -> None:
+    """A killed reader is said to be killed, by which signal (issue 32, item 7: the reason
+    read "r1 exited 137")."""
+    assert how_it_ended("r1", -9) == "r1 was killed (SIGKILL)"
+    assert how_it_ended("r0", -15) == "r0 was killed (SIGTERM)"
+    assert how_it_ended("r0", 1) == "r0 exited 1"
+    assert how_it_ended("r0", -200) == "r0 was killed (signal 200)"
