@@ -25,7 +25,8 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction import retired
 from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, day_dir, journal_path,
                                          parse_journal, parse_work_entry)
-from garmexport.compaction.swap import Delete, Journal, crash_point, roll_forward
+from garmexport.compaction.swap import (Delete, Flipped, Journal, crash_point, fill_view,
+                                        roll_forward)
 from garmexport.compaction.swap_apply import Effects, apply
 from garmexport.errors import ProtocolViolation
 from garmexport.observe.logs import log_event
@@ -97,22 +98,37 @@ def flipped_at(fs: FileOps, journal: Journal) -> int | None:
                                 ) from exc
 
 
+def _present(fs: FileOps, journal: Journal, flipped: bool) -> frozenset[str]:
+    """The files of the day directory, the staging dir and the view, and the flip record
+    if ``flipped``: what :func:`.swap.roll_forward` decides on."""
+    base = day_dir(journal.output, journal.day)
+    dirs = [journal.staging] + ([journal.view] if journal.view else [])
+    return frozenset([f"{base}/{e.name}" for e in fs.list(base) if not e.is_dir] +
+                     [f"{d}/{e.name}" for d in dirs for e in fs.list(d)] +
+                     ([journal.flip_record] if flipped else []))
+
+
 def advance(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
             locator: Locator | None = None, now_ms: int = 0, grace_s: float = 0.0,
             clock: Clock = wall_ms) -> Outcome:
     """Take a committed swap as far as it may go now (idempotent): to its end, or, with a
     view and less than ``grace_s`` since its flip, to the flip and a sweep of the view."""
-    base = day_dir(journal.output, journal.day)
-    dirs = [journal.staging] + ([journal.view] if journal.view else [])
     flipped = flipped_at(fs, journal) if journal.view else None
-    present = frozenset([f"{base}/{e.name}" for e in fs.list(base) if not e.is_dir] +
-                        [f"{d}/{e.name}" for d in dirs for e in fs.list(d)] +
-                        ([journal.flip_record] if flipped is not None else []))
+    present = _present(fs, journal, flipped is not None)
     due = grace_s <= 0 or (flipped is not None and clock() - flipped >= grace_s * 1000)
     jpath = journal_path(journal.output, journal.day, journal.generation)
     actions = roll_forward(journal, present, jpath, due)
     effects = SwapEffects(fs, journal, locator, now_ms, clock)
-    window = apply(fs, actions, crash, effects)
+    flip = next((i for i, a in enumerate(actions) if isinstance(a, Flipped)), None)
+    window = apply(fs, actions if flip is None else actions[:flip + 1], crash, effects)
+    if flip is not None:
+        # The flip was made now: sweep into the view, from a new listing, what the exporter
+        # published since the one above, before the swap goes on. A file published between
+        # the view's fill and the flip was in the day directory when metastore readers
+        # left it; without this it reached them only at the next sweep, seconds or a
+        # Spark start later (issue 32). The steps of the crash hooks keep their order.
+        apply(fs, fill_view(journal, _present(fs, journal, True), jpath), _no_crash)
+        window = apply(fs, actions[flip + 1:], crash, effects)
     if Delete(jpath) in actions:  # over (a swapped day only flips back and cleans up)
         return Outcome(window)
     # not due: flipped now if it had no record (the actions then recorded it)
