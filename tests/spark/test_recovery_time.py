@@ -118,9 +118,18 @@ def started_at(pid: int) -> float:
 
 
 def compact_processes(launcher: int) -> list[int]:
-    """``garmexport compact`` processes: ``launcher`` itself (``exec``) or below it."""
-    return [p for p in [launcher, *descendants(launcher)]
-            if " -m garmexport compact" in command_line(p)]
+    """``garmexport compact`` processes: ``launcher`` itself (``exec``) or below it. A child
+    of one is not another: between its fork and its exec (pyspark starting its JVM through
+    ``Popen`` with a ``preexec_fn``), a child shows its parent's command line; a CI run
+    under load once listed one beside the retry."""
+    found = [p for p in [launcher, *descendants(launcher)]
+             if " -m garmexport compact" in command_line(p)]
+    return [p for p in found if parent_of(p) not in found]
+
+
+def parent_of(pid: int) -> int | None:
+    st = proc_stat(pid)
+    return st[1] if st is not None else None
 
 
 def same_dir(a: str | None, b: str) -> bool:
