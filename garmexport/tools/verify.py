@@ -45,7 +45,7 @@ from garmexport.storage.footer import KEY_PREFIX, FileFacts
 from garmexport.tools.verify_jvm import JvmRead
 from garmexport.tools.verify_findings import (
     Disagreement, DuplicateGroup, Gap, Unreadable, dataset_of, disagreement, duplicate_groups,
-    gaps, misnamed,
+    gaps, misnamed, named_partition,
 )
 from garmexport.tools.verify_read import read_table
 
@@ -191,9 +191,6 @@ def _hold(table: pa.Table, dataset: str, path: str, topic: str,
                              table.column("kafka_offset").to_pylist())
         if found is not None:
             disagreeing.append(found)
-    odd = misnamed(path) if disagreeing is not None and dataset != QUARANTINE_DIR else None
-    if odd is not None and topic_of(path.rpartition("/")[2], meta, topic) == topic:
-        disagreeing.append(odd[1])
     if dataset == QUARANTINE_DIR:
         topics.update(set(table.column("topic").to_pylist()))
         table = table.filter(pa.compute.equal(table.column("topic"), topic))
@@ -202,6 +199,8 @@ def _hold(table: pa.Table, dataset: str, path: str, topic: str,
         topics[file_topic] += 1
         if file_topic != topic:
             table = table.slice(0, 0)
+        elif disagreeing is not None and (odd := misnamed(path)) is not None:
+            disagreeing.append(odd)
     parts = table.column("kafka_partition").to_pylist()
     offs = table.column("kafka_offset").to_pylist()
     for p, o in zip(parts, offs):
@@ -311,8 +310,7 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
     for p, found in gaps(missing, held, days).items():
         report.partitions[p].gaps = found
     for d in sorted(disagreeing, key=lambda d: d.path):
-        name = FileName.parse(d.path.rpartition("/")[2])
-        odd = misnamed(d.path)
-        p = name.partition if name is not None else odd[0] if odd is not None else -1
+        p = named_partition(d.path)
+        p = -1 if p is None else p
         report.partitions.setdefault(p, PartitionReport()).disagreeing.append(d)
     return report

@@ -211,23 +211,30 @@ def disagreement(path: str, name: FileName, facts: FileFacts | None,
 
 
 #: a name shaped like an exporter data file's (source+topic+partition+first offset), with
-#: number fields of any length
+#: number fields of any length: every exporter data file name, and names that only look so
 _SHAPED_LIKE_DATA = re.compile(
     rf"^{LABEL_PATTERN}\+{LABEL_PATTERN}\+(\d+)\+(\d+)(?:\+{LABEL_PATTERN})?\.parquet$",
     re.ASCII)
 
 
-def misnamed(path: str) -> tuple[int, Disagreement] | None:
-    """(the partition its name says, the finding) for a file whose name is shaped like an
-    exporter data file's but is not one (a partition not of 5 digits, a first offset not
-    of 20): the exporter's resume never reads it, so its rows are held where no chain
-    sees them. None for any other name."""
+def named_partition(path: str) -> int | None:
+    """The partition the name of the file at ``path`` says, if it is shaped like an
+    exporter data file's (a :class:`FileName`, or a name :func:`misnamed` finds)."""
+    m = _SHAPED_LIKE_DATA.fullmatch(path.rpartition("/")[2])
+    return int(m[1]) if m is not None else None
+
+
+def misnamed(path: str) -> Disagreement | None:
+    """The finding for a file whose name is shaped like an exporter data file's but is
+    not one (a partition not of 5 digits, a first offset not of 20): the exporter's resume
+    never reads it, so its rows are held where no chain sees them. None for any other
+    name."""
     name = path.rpartition("/")[2]
     m = _SHAPED_LIKE_DATA.fullmatch(name)
     if m is None or FileName.parse(name) is not None:
         return None
     partition, first = m[1], m[2]
-    return int(partition), Disagreement(path, (
+    return Disagreement(path, (
         f"named like an exporter file but not one: partition {partition} ({len(partition)} "
         f"digits, 5 expected), first offset {first} ({len(first)} digits, 20 expected); the "
         "exporter's resume never reads it",))
