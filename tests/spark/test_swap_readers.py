@@ -19,7 +19,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -52,6 +53,36 @@ UNTOUCHED = ("before-journal", "after-journal", "mid-view", "after-view", "after
              "waiting")
 
 
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it there: the process polling ``path``
+    never reads it half-written."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+@contextmanager
+def service(command: list[str], log_path: Path, ready: Callable[[], bool],
+            stop: Callable[[], None]) -> Iterator[subprocess.Popen]:
+    """A helper process of this module (the reader, the retrier), its output in
+    ``log_path``: started, waited for until ``ready()``, and at the end asked to ``stop()``,
+    given a minute, then killed."""
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while not ready():
+            assert process.poll() is None and time.monotonic() < deadline, \
+                log_path.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
+        yield process
+        stop()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class Reader:
     """The reader process (``tests/spark/swap_reader.py``) and its samples."""
 
@@ -61,9 +92,7 @@ class Reader:
     def watch(self, tag: str, root: str, database: str, keys: list[tuple[int, int]]) -> None:
         doc = {"tag": tag, "root": root, "database": database, "table": OUTPUT,
                "output": OUTPUT, "day": DAY, "keys": keys}
-        tmp = self.manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, self.manifest)
+        write_whole(self.manifest, json.dumps(doc))
 
     def idle(self) -> None:
         self.manifest.write_text("{}")
@@ -95,23 +124,11 @@ def reader(metastore: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     manifest, samples = work / "manifest.json", work / "samples.jsonl"
     manifest.write_text("{}")
     samples.write_text("")
-    log = open(work / "reader.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.spark.swap_reader", uri(metastore), str(work / "spark"),
-         str(manifest), str(samples)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while '"ready"' not in samples.read_text():
-        assert process.poll() is None and time.monotonic() < deadline, \
-            (work / "reader.log").read_text()[-3000:]
-        time.sleep(0.5)
-    yield Reader(manifest, samples, process)
-    manifest.write_text('{"stop": true}')
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
+    command = [sys.executable, "-m", "tests.spark.swap_reader", uri(metastore),
+               str(work / "spark"), str(manifest), str(samples)]
+    with service(command, work / "reader.log", lambda: '"ready"' in samples.read_text(),
+                 lambda: write_whole(manifest, '{"stop": true}')) as process:
+        yield Reader(manifest, samples, process)
 
 
 class Retrier:
@@ -119,8 +136,12 @@ class Retrier:
     module's retries (a fresh JVM per retry took 12 of this module's Spark starts; what
     the retry repairs is on disk and in the metastore, not in the killed process)."""
 
-    def __init__(self, requests: Path, process: subprocess.Popen) -> None:
-        self.requests, self.process, self.count = requests, process, 0
+    def __init__(self, requests: Path) -> None:
+        self.requests, self.count = requests, 0
+        self.process: subprocess.Popen | None = None
+
+    def stop(self) -> None:
+        write_whole(self.requests / f"{self.count}.json", '{"stop": true}')
 
     def run(self, root: str, database: str, timeout_s: float = 600
             ) -> tuple[int, list[tuple[float, str]]]:
@@ -129,9 +150,7 @@ class Retrier:
         n, self.count = self.count, self.count + 1
         doc = {"root": root, "now_ms": NOW_MS, "target": SMALL_TARGET, "database": database,
                "grace_s": GRACE_S}
-        tmp = self.requests / f"{n}.tmp"
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, self.requests / f"{n}.json")
+        write_whole(self.requests / f"{n}.json", json.dumps(doc))
         out, code = self.requests / f"{n}.out", self.requests / f"{n}.code"
         lines: list[tuple[float, str]] = []
         deadline = time.monotonic() + timeout_s
@@ -142,7 +161,8 @@ class Retrier:
             lines += [(time.time(), line) for line in done[len(lines):]]
             if finished_:
                 return int(code.read_text()), lines
-            assert self.process.poll() is None, "the retrying process died"
+            assert self.process is not None and self.process.poll() is None, \
+                "the retrying process died"
             assert time.monotonic() < deadline, f"the retry of {root} did not end"
             time.sleep(0.1)
 
@@ -153,26 +173,13 @@ def retrier(metastore: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     requests = work / "requests"
     requests.mkdir()
     log_path = work / "retrier.log"
-    log = open(log_path, "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.spark.run_compaction", "--serve", str(work / "spark"),
-         uri(metastore), str(requests)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while "ready" not in log_path.read_text(errors="replace").split("\n"):
-        assert process.poll() is None and time.monotonic() < deadline, \
-            log_path.read_text(errors="replace")[-3000:]
-        time.sleep(0.2)
-    retrier = Retrier(requests, process)
-    yield retrier
-    stop = requests / "stop.tmp"
-    stop.write_text('{"stop": true}')
-    os.replace(stop, requests / f"{retrier.count}.json")
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
+    command = [sys.executable, "-m", "tests.spark.run_compaction", "--serve",
+               str(work / "spark"), uri(metastore), str(requests)]
+    retrier = Retrier(requests)
+    with service(command, log_path,
+                 lambda: "ready" in log_path.read_text(errors="replace").split("\n"),
+                 retrier.stop) as retrier.process:
+        yield retrier
 
 
 def uri(metastore: Any) -> str:
