@@ -4,15 +4,18 @@ Pure rules, no I/O. A reader is today's exporter, started by the supervisor with
 settings overridden through ``GARMEXPORT_*`` variables (the last layer of the
 configuration, so they win over the file): its share of the instance's memory budget
 (``writer.max_buffered_bytes``, ``writer.max_open_files``, and librdkafka's pre-fetch
-``kafka.queued.max.messages.kbytes``), the instance's whole ``actors.cores`` as its own
-worker threads (threads are not shared out: a reader whose writers wait for each other
-while the other reader holds its GIL leaves a core idle, DESIGN.md 9.8), ``actors.parallelism``
-1 (a reader never starts readers), and a private metrics server on a free loopback port
-that it writes to a file for the supervisor to find.
+``kafka.queued.max.messages.kbytes``), its share of ``actors.cores`` plus one as its worker
+threads (the extra one lets a reader overlap its writers' decode and encode with its own
+routing while another reader holds a core, DESIGN.md 9.8), ``actors.parallelism`` 1 (a
+reader never starts readers), and a private metrics server on a free loopback port that it
+writes to a file for the supervisor to find.
 
 Invariants: the readers' shares never add up to more than the instance's budget (each
 gets at least 1 of a count, so a budget smaller than the readers is the one exception);
-the exit code is that of the first reader that ended badly, 0 only when all ended with 0.
+the instance's worker threads are at most ``max(cores, readers) + readers`` (so with the
+defaults, one reader per CPU, at most twice the CPUs: they grow linearly with the cores,
+not as their square), and no reader runs more than ``cores``; the exit code is that of the first reader
+that ended badly, 0 only when all ended with 0.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ def share(total: int, readers: int, index: int) -> int:
     return max(1, base + (1 if index < extra else 0))
 
 
+def reader_threads(cores: int, readers: int, index: int) -> int:
+    """Reader ``index``'s worker threads: its share of the instance's ``cores`` and one
+    more, never more than ``cores`` (so one reader alone runs exactly ``cores``)."""
+    return min(cores, share(cores, readers, index) + 1)
+
+
 def reader_settings(config: Config, readers: int, index: int, port_file: str) -> dict[str, str]:
     """The ``GARMEXPORT_*`` variables (without the prefix) that make reader ``index`` of
     ``readers``; ``port_file`` is where it writes its private port."""
@@ -45,7 +54,7 @@ def reader_settings(config: Config, readers: int, index: int, port_file: str) ->
         # librdkafka's pre-fetch is per consumer, outside the writers' budget: shared too
         "KAFKA_QUEUED_MAX_MESSAGES_KBYTES": str(share(prefetch_kb, readers, index)),
         "ACTORS_PARALLELISM": "1",
-        "ACTORS_CORES": str(config.actors.worker_threads()),
+        "ACTORS_CORES": str(reader_threads(config.actors.worker_threads(), readers, index)),
         "WRITER_MAX_BUFFERED_BYTES": str(share(w.max_buffered_bytes, readers, index)),
         "WRITER_MAX_OPEN_FILES": str(share(w.max_open_files, readers, index)),
         # health and metrics for the supervisor only: never on the operator's address

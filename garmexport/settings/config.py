@@ -178,15 +178,16 @@ class ActorsConfig(_Section):
     system_base: str = _f("simpleSystemBase", "thespian system base (only simpleSystemBase: "
                           "see README, Actors and scaling)", choices=("simpleSystemBase",))
     cores: int = _f(0, "threads that run the writers' work (decode, Parquet encoding, "
-                    "publishing) beside the reader's thread, in each reader process; 0: the "
-                    "CPUs this process may use (its affinity, capped by its cgroup CPU "
-                    "quota)", min=0, max=256)
+                    "publishing) beside the reader's thread; shared out among the readers "
+                    "of actors.parallelism, each getting one more than its share (never "
+                    "more than cores); 0: the CPUs this process may use (its affinity, "
+                    "capped by its cgroup CPU quota)", min=0, max=256)
 
     parallelism: int = _f(0, "readers of this instance, each its own process with its own "
                           "consumer in the group (1: one process, no supervisor); 0: the "
                           "CPUs this process may use. writer.max_buffered_bytes, "
                           "writer.max_open_files and librdkafka's pre-fetch are shared out "
-                          "among them; each runs actors.cores worker threads", min=0, max=64)
+                          "among them, and so is actors.cores (one thread more per reader)", min=0, max=64)
 
     def worker_threads(self) -> int:
         """``cores``, or the CPUs this process may use when it is 0."""

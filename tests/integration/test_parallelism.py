@@ -136,9 +136,10 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         lines = run.events()
         assert lines and {d.get("reader") for d in lines} == {"supervisor", "r0", "r1"}
         assert {d["reader"] for d in lines if d["event"] == "assigned"} == {"r0", "r1"}
-        # worker threads are not shared out: each reader runs the usable CPUs' worth
+        # worker threads: each reader its half of the usable CPUs and one more, capped
         threads = {d["reader"]: d["threads"] for d in run.events("writer_threads")}
-        assert threads == {"r0": usable_cpus(), "r1": usable_cpus()}
+        cpus = usable_cpus()
+        assert threads == {f"r{k}": min(cpus, (cpus + 1 - k) // 2 + 1) for k in range(2)}
         assert foreign_visible_files(root) == []
         assert_exact(env, ends)
 

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.instance.shares import (
-    exit_status, how_it_ended, instance_exit_code, reader_name, reader_settings, share,
+    exit_status, how_it_ended, instance_exit_code, reader_name, reader_settings, reader_threads,
+    share,
 )
 from garmexport.instance.supervisor import reader_env
 from garmexport.settings.config import ActorsConfig, Config, WriterConfig
@@ -26,9 +27,27 @@ def test_the_remainder_goes_to_the_first_readers() -> None:
     assert [share(7, 3, k) for k in range(3)] == [3, 2, 2]
 
 
-def test_a_reader_gets_its_share_all_the_writer_threads_one_reader_and_a_private_port() -> None:
+@given(cores=st.integers(1, 256), readers=st.integers(1, 64))
+def test_an_instance_runs_at_most_cores_plus_readers_threads_and_a_reader_at_most_cores(
+        cores: int, readers: int) -> None:
+    threads = [reader_threads(cores, readers, k) for k in range(readers)]
+    # more readers than cores: each still gets a share of 1, and its extra thread
+    assert sum(threads) <= max(cores, readers) + readers
+    assert all(min(2, cores) <= t <= cores for t in threads)
+    assert reader_threads(cores, 1, 0) == cores  # one reader: exactly the cores
+
+
+def test_threads_grow_linearly_with_the_cores_when_parallelism_follows_them() -> None:
+    # the defaults (parallelism = cores = the usable CPUs): twice the CPUs at most, where
+    # the whole cores per reader gave their square (256 threads on 16 CPUs)
+    assert [sum(reader_threads(n, n, k) for k in range(n)) for n in (1, 2, 4, 16)] == [
+        1, 4, 8, 32]
+    assert [reader_threads(3, 2, k) for k in range(2)] == [3, 2]  # the remainder first
+
+
+def test_a_reader_gets_its_share_of_the_budget_and_the_threads_one_reader_and_a_port() -> None:
     config = Config(writer=WriterConfig(max_buffered_bytes=100, max_open_files=2001),
-                    actors=ActorsConfig(cores=3, parallelism=2))
+                    actors=ActorsConfig(cores=4, parallelism=2))
     first = reader_settings(config, 2, 0, "/run/r0.port")
     second = reader_settings(config, 2, 1, "/run/r1.port")
     assert first == {"KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "4096",
@@ -37,6 +56,7 @@ def test_a_reader_gets_its_share_all_the_writer_threads_one_reader_and_a_private
                      "METRICS_HOST": "127.0.0.1", "METRICS_PORT": "0",
                      "METRICS_PORT_FILE": "/run/r0.port"}
     assert second["ACTORS_CORES"] == "3" and second["WRITER_MAX_OPEN_FILES"] == "1000"
+    assert reader_settings(config, 4, 3, "p")["ACTORS_CORES"] == "2"  # 1 of 4 cores, and 1
 
 
 def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> None:
@@ -54,10 +74,10 @@ def test_the_reader_settings_win_over_the_operators_and_load_as_a_config() -> No
     assert loaded.source.topic == "garmadon"  # the operator's own settings stay
 
 
-def test_cores_zero_gives_every_reader_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("garmexport.settings.config.usable_cpus", lambda: 4)
+def test_cores_zero_shares_out_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("garmexport.settings.config.usable_cpus", lambda: 8)
     config = Config(actors=ActorsConfig(cores=0, parallelism=2))
-    assert [reader_settings(config, 2, k, "p")["ACTORS_CORES"] for k in range(2)] == ["4", "4"]
+    assert [reader_settings(config, 2, k, "p")["ACTORS_CORES"] for k in range(2)] == ["5", "5"]
 
 
 def test_parallelism_zero_means_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
