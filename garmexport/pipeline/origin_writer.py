@@ -36,6 +36,7 @@ from garmexport.pipeline.messages import (
 )
 from garmexport.protocol.naming import (
     DATA, FRAME_ORIGIN, QUARANTINE, FileName, IntentName, chain_path, day_name,
+    quarantine_day,
 )
 from garmexport.protocol.open_files import OpenFiles
 from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes
@@ -219,7 +220,7 @@ class OriginWriter:
         kafka_ts = np.asarray(batch.kafka_ts, np.int64)[at].tolist()
         by_day: dict[str, list] = {}
         for (i, (reason, detail, key)), offset, kts in zip(bad, offsets, kafka_ts):
-            kday = self._day(max(kts, 0) // 86_400_000)
+            kday = self._day(quarantine_day(kts))
             if offset <= self._files.skip_bound(QUARANTINE, kday):
                 self._skipped += 1  # quarantined before a restart: counted then
                 continue

@@ -40,7 +40,7 @@ import numpy as np
 from garmexport.wire.events import REGISTRY
 from garmexport.wire.frame_arrays import HEAD_DTYPE
 from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head
-from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY
+from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY, quarantine_day
 
 #: marker -> origin (output name); "" for known types that are not exported
 ORIGIN_OF_MARKER: Mapping[int, str] = {m: (t.output or "") for m, t in REGISTRY.items()}
@@ -143,14 +143,14 @@ def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, i
     detail). The origin is "" for a known type that is not exported (its day means nothing)."""
     head = read_head(value)
     if isinstance(head, DecodeFailure):
-        return FRAME_ORIGIN, max(kafka_ms, 0) // MS_PER_DAY, head.reason.value, head.detail
+        return FRAME_ORIGIN, quarantine_day(kafka_ms), head.reason.value, head.detail
     origin, ts = ORIGIN_OF_MARKER[head[0]], head[1]
     if not origin:
         return origin, 0, None, ""
     low, high = kafka_ms - window.past_ms, kafka_ms + window.future_ms
     if kafka_ms >= 0 and not low <= ts <= high:
         if not window.clamp:
-            return (origin, kafka_ms // MS_PER_DAY, _OUT_OF_WINDOW,
+            return (origin, quarantine_day(kafka_ms), _OUT_OF_WINDOW,
                     f"event time {ts} ms outside [{low}, {high}]")
         ts = min(max(ts, low), high)
     return origin, ts // MS_PER_DAY, None, ""

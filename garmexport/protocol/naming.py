@@ -73,6 +73,12 @@ def epoch_day(day: str) -> int:
     return (_dt.date.fromisoformat(day) - _EPOCH).days
 
 
+def quarantine_day(kafka_ms: int) -> int:
+    """The UTC day a quarantined record is filed under: its Kafka timestamp's, day 0 for a
+    record without one (Kafka's -1). The one rule for the router's and the writers' quarantine."""
+    return max(kafka_ms, 0) // MS_PER_DAY
+
+
 def epoch_day_of_ms(timestamp_ms: int) -> int:
     """UTC day of an epoch-milliseconds timestamp (floor division: negative stays exact)."""
     return timestamp_ms // MS_PER_DAY

@@ -8,11 +8,13 @@ from hypothesis import strategies as st
 
 from garmexport.protocol.naming import (
     KINDS,
+    MS_PER_DAY,
     FileName,
     IntentName,
     MarkerName,
     day_name,
     parse_day_dir,
+    quarantine_day,
 )
 from tests.hypothesis_profiles import examples
 
@@ -79,3 +81,8 @@ def test_names_that_only_look_like_ours_are_not_ours() -> None:
         assert all(p(text) is None for p in PARSERS), repr(text)
     assert parse_day_dir("day=2026-W44-7") is None
     assert parse_day_dir("day=2026-11-01\n") is None
+
+
+def test_a_quarantined_record_is_filed_on_its_kafka_day_and_day_0_without_a_timestamp() -> None:
+    assert quarantine_day(MS_PER_DAY * 3 + 5) == 3 and quarantine_day(MS_PER_DAY - 1) == 0
+    assert quarantine_day(-1) == 0  # Kafka's "no timestamp"
