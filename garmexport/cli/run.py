@@ -45,6 +45,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if args.reader is None and config.actors.readers() > 1:
         return _supervise(args, config)
     if args.reader is not None:
+        from garmexport.process import stop_signal
+
+        stop_signal.record()  # the supervisor started it with the stop signals held back
         _log_as(config, args.reader)
     elif _metrics_port_busy(config):
         return 2

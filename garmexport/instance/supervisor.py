@@ -47,6 +47,7 @@ from garmexport.observe.health_fold import ReadersHealth
 from garmexport.observe.logs import log_event
 from garmexport.observe.metrics_merge import ReadersCollector
 from garmexport.observe.reader_probe import ReaderProbe
+from garmexport.process import stop_signal
 from garmexport.process.stop_signal import EXIT_ON_SECOND
 from garmexport.settings.config import Config
 from garmexport.settings.load import ENV_PREFIX
@@ -104,9 +105,12 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
                        f"{instance}-{name}", "--reader", name, "--parent", str(os.getpid())]
             if config_path:
                 command += ["--config", config_path]
-            process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                command, env=reader_env(config, count, index, port_file, os.environ),
-                process_group=0)
+            # started with the stop signals held back, until it can honour them
+            # (stop_signal.record): a stop during its imports must not kill it
+            with stop_signal.blocked():
+                process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                    command, env=reader_env(config, count, index, port_file, os.environ),
+                    process_group=0)
             readers.append(ReaderProcess(name, process))
             log_event(log, "reader_started", child=name, pid=process.pid,
                       instance=f"{instance}-{name}")

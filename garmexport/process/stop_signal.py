@@ -10,6 +10,12 @@ Before a forced exit (a second signal, or the stop still running past its deadli
 ``on_forced`` callback of :func:`install` is called with why and the exit code, so that
 the last log line says the stop was forced and what it abandoned; a callback that fails
 does not hold up the exit.
+
+A reader process (``actors.parallelism`` > 1) is started with both signals blocked
+(:func:`blocked`, inherited across the exec) and calls :func:`record` once its arguments are
+read: a stop the supervisor forwards while the reader still imports is then a stop request
+it honours as soon as it runs, not the default action that killed it (exit 143, which the
+supervisor would take for a failed reader).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 _requested = threading.Event()
 #: exit code of a second signal: 128 + its number, as a shell reports a process it killed
@@ -30,6 +37,32 @@ def requested() -> bool:
 
 def request() -> None:
     _requested.set()
+
+
+@contextmanager
+def blocked() -> Iterator[None]:
+    """SIGTERM and SIGINT held back (pending) in this thread while the block runs, and in
+    every process started meanwhile, which inherits the mask until :func:`record`."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, tuple(EXIT_ON_SECOND))
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def record() -> None:
+    """Until :func:`install`: a first SIGTERM/SIGINT only asks for the stop, a second exits
+    at once with its code. Then unblocks both, so that one held back by :func:`blocked` is
+    delivered now."""
+
+    def handle(signum: int, frame: object) -> None:
+        if _requested.is_set():
+            os._exit(EXIT_ON_SECOND[signum])
+        _requested.set()
+
+    for signum in EXIT_ON_SECOND:
+        signal.signal(signum, handle)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, tuple(EXIT_ON_SECOND))
 
 
 def install(hard_deadline_s: float,
@@ -45,17 +78,22 @@ def install(hard_deadline_s: float,
             pass
         os._exit(code)
 
-    def handle(signum: int, frame: object) -> None:
-        if _requested.is_set():
-            forced(f"second {signal.Signals(signum).name}", EXIT_ON_SECOND[signum])
-        _requested.set()
+    def deadline() -> None:
         timer = threading.Timer(
             hard_deadline_s, forced, (f"stop still running after {hard_deadline_s:g} s", 1))
         timer.daemon = True
         timer.start()
 
+    def handle(signum: int, frame: object) -> None:
+        if _requested.is_set():
+            forced(f"second {signal.Signals(signum).name}", EXIT_ON_SECOND[signum])
+        _requested.set()
+        deadline()
+
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
+    if _requested.is_set():  # asked before this (:func:`record`): the deadline runs from now
+        deadline()
 
 
 def reset() -> None:

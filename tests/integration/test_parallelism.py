@@ -253,3 +253,19 @@ def test_three_instances_of_two_readers_stay_exact_across_reader_supervisor_and_
                 leftover = root / "_tmp" / f"{run.instance}-{name}"
                 assert not leftover.exists() or not any(leftover.iterdir()), leftover
         assert_exact(env, ends)
+
+
+def test_a_stop_while_the_readers_still_import_is_a_clean_stop_not_a_failed_reader(
+        broker, tmp_path: Path) -> None:
+    """SIGTERM right after the readers are started reaches them while they import, before
+    they can handle it: it once killed them by its default action, and the instance exited
+    143 with ``reader_exited`` at ERROR, a failed reader that was only asked to stop. They
+    start with the signal held back, and honour it once they run."""
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, "early-stop", 0)
+        run.wait_event("reader_started", timeout_s=60, count=2)
+        run.process.send_signal(signal.SIGTERM)
+        assert run.process.wait(timeout=60) == 0, run.tail()
+        stopped = run.wait_event("instance_stopped", timeout_s=5)
+        assert stopped["readers"] == {"r0": 0, "r1": 0}, run.tail()
+        assert not [e for e in run.events("reader_exited") if e["level"] != "INFO"], run.tail()
