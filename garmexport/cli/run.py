@@ -127,5 +127,31 @@ def _take_over_before_joining(config: Config) -> None:
                                    REACH_TIMEOUT_S)
         before_joining(config, partitions)
     except (BrokerError, StorageError) as exc:
+        if isinstance(exc, BrokerError) and not _holds_jvm_files(config):
+            # a new topic, a broker not up yet: with no JVM file in the root there is
+            # nothing to take over, and nothing to warn about
+            log.debug("jvm takeover skipped: %s; no JVM exporter file in the root", exc)
+            return
         log_event(log, "jvm_takeover_deferred", level=logging.WARNING, error=str(exc),
                   reason="partitions without a marker are taken over in the assignment")
+
+
+def _holds_jvm_files(config: Config) -> bool:
+    """Whether the output root holds a Garmadon JVM exporter file (True when the store
+    cannot tell: then the takeover is said to be deferred, as before)."""
+    from garmexport.errors import StorageError
+    from garmexport.pipeline.jvm_recovery import holds_jvm_files
+    from garmexport.pipeline.router import exported_origins
+    from garmexport.storage.open import open_storage
+    from garmexport.storage.options import from_output
+
+    try:
+        storage = open_storage(config.output.root, "jvm-probe", from_output(config.output))
+    except StorageError:
+        return True
+    try:
+        return holds_jvm_files(storage, exported_origins())
+    except StorageError:
+        return True
+    finally:
+        storage.close()

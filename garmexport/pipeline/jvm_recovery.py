@@ -117,3 +117,19 @@ class JvmScan:
         if since is None:
             return None
         return Takeover(partition, since, found, self.recent(partition, since))
+
+
+def holds_jvm_files(storage: Storage, origins: Iterable[str]) -> bool:
+    """Whether the root holds a file named as the Garmadon JVM exporter names its data
+    files, looked for in the oldest and the newest day directory of each type: a root taken
+    over keeps the JVM's files in its oldest days, a root the JVM exporter still writes has
+    them in its newest. At most three listings per type; asked only when a start's takeover
+    could not run, to tell a deferred takeover from a root with nothing to take over."""
+    for origin in origins:
+        days = sorted((day, e.name) for e in storage.list(origin)
+                      if e.is_dir and (day := day_of_dir(e.name)) is not None)
+        for _, dirname in {days[0], days[-1]} if days else ():
+            if any(not f.is_dir and JvmFile.parse(f.name) is not None
+                   for f in storage.list(f"{origin}/{dirname}")):
+                return True
+    return False

@@ -27,10 +27,12 @@ import contextlib
 import json
 import random
 import subprocess
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.protocol.naming import day_name
@@ -41,7 +43,7 @@ from tests.integration.harness import (
     NOW_MS, PYTHON, ROOT, Exporter, assert_exact, exporter_env, exporter_runs, produce, topic_ends,
     wait_caught_up,
 )
-from tests.jvm_root import Rec, build, heartbeat_rows, write_jvm_file
+from tests.jvm_root import Rec, build, generated, heartbeat_rows, write_jvm_file
 
 JVM_ERA = 24_000
 GARMEXPORT_ERA = 16_000
@@ -230,3 +232,26 @@ def test_a_start_after_the_jvm_exporter_merged_more_rows_into_its_newest_file_is
         rel = "/".join(newest.parts[-3:])
         assert "JVM exporter wrote" in text and newest.name in text and rel.split("/")[0] in text, \
             second.tail()
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_a_start_on_a_topic_not_created_yet_warns_of_a_deferred_takeover_only_on_a_jvm_root(
+        broker, tmp_path: Path, parallelism: int) -> None:
+    """Every start on a topic that does not exist yet warned ``jvm_takeover_deferred``,
+    though a new root holds nothing to take over (issue 32, item 8): the warning is for a
+    root with the JVM exporter's files, whose takeover then waits for the assignment."""
+    topic = f"not-yet-{parallelism}-{uuid.uuid4().hex[:8]}"  # never created
+    jvm_root = tmp_path / "jvm"
+    build(jvm_root, generated(300, partitions=1, days=1))
+    for root, warns in ((tmp_path / "new", False), (jvm_root, True)):
+        env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=parallelism,
+                           SOURCE_GROUP_ID=f"{topic}-{root.name}")
+        with exporter_runs() as runs:
+            run = Exporter(env, tmp_path, f"{root.name}-{parallelism}")
+            runs.append(run)
+            run.wait_event("starting", timeout_s=60)  # after the takeover, on both paths
+            assert run.terminate() == 0, run.tail()
+        said = [e for e in run.events() if e["event"] == "jvm_takeover_deferred"]
+        assert bool(said) == warns, run.tail()
+        if warns:
+            assert said[0]["level"] == "WARNING" and topic in said[0]["error"], said

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from garmexport.errors import ProtocolViolation
-from garmexport.pipeline.jvm_recovery import JvmScan
+from garmexport.pipeline.jvm_recovery import JvmScan, holds_jvm_files
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.pipeline.router import exported_origins
 from garmexport.protocol.naming import MarkerName, partition_dir
@@ -120,3 +120,26 @@ def test_a_start_after_the_takeover_refuses_while_the_jvm_exporter_still_writes(
                                                 [10**6], [1_793_600_000_000])])
     with pytest.raises(ProtocolViolation, match=r"JVM exporter wrote .* after garmexport took"):
         read_partition_state(storage, "local", "garmadon", 0, JvmScan(storage, exported_origins()))
+
+
+def test_a_root_holds_jvm_files_when_its_oldest_or_newest_day_of_a_type_has_one(
+        tmp_path: Path, records) -> None:
+    origins = exported_origins()
+    assert not holds_jvm_files(LocalStorage(str(tmp_path), "t"), origins)  # empty root
+    # garmexport's own files in day directories are not the JVM exporter's
+    own = tmp_path / "own" / origins[0] / "day=2026-11-01"
+    own.mkdir(parents=True)
+    (own / "local+garmadon+00000+00000000000000000000.parquet").write_bytes(b"x")
+    assert not holds_jvm_files(LocalStorage(str(tmp_path / "own"), "t"), origins)
+    built = build(tmp_path / "jvm", records, rows_per_file=400)
+    assert holds_jvm_files(LocalStorage(str(tmp_path / "jvm"), "t"), origins)
+    # taken over: the newest days hold garmexport's files only, the oldest the JVM's
+    days = sorted({f.parent for f in built.files})
+    newest = max(d.name for d in days)
+    for f in built.files:
+        if f.parent.name == newest:
+            f.unlink()
+    assert holds_jvm_files(LocalStorage(str(tmp_path / "jvm"), "t"), origins)
+    for f in built.files:
+        f.unlink(missing_ok=True)
+    assert not holds_jvm_files(LocalStorage(str(tmp_path / "jvm"), "t"), origins)
