@@ -124,7 +124,7 @@ class ReaderActor(ActorTypeDispatcher):
 
     def _poll(self) -> None:
         if self.stopping is None and stop_signal.requested():
-            self.receiveMsg_StopReader(StopReader("signal"), None)
+            self.receiveMsg_StopReader(StopReader(stop_signal.why()), None)
         if self.stopping is not None:
             return
         if not self._take_reports():

@@ -98,7 +98,7 @@ def run_export(config: Config, instance: str | None = None,
                 return msg.exit_code
             if stop_signal.requested() and not stop_sent:
                 stop_sent = True
-                asys.tell(top, StopExport("signal"))
+                asys.tell(top, StopExport(stop_signal.why()))
     finally:
         _quietly("actor_system", asys.shutdown)
         if source is not None:  # the reader may not have got to it

@@ -13,7 +13,7 @@ supervisor touches no event. What it does:
 - forwards SIGTERM/SIGINT: the first asks every reader for a clean stop, the second
   makes them (and the supervisor) exit at once with 143/130, as one process does;
 - takes the instance down when a reader ends on its own: the others are asked to stop
-  cleanly and the instance exits with the failed reader's status (Marathon restarts the
+  cleanly (``stop_signal.SIBLING_ENDED``, so that they say why they stop) and the instance exits with the failed reader's status (Marathon restarts the
   task; the commit protocol makes the restart safe, and the readers' clean stops mean
   little is exported twice as work). Restarting only the reader was not chosen: it would
   hide a crash loop from Marathon and gives nothing the protocol does not already give.
@@ -151,7 +151,7 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
                 if stop_by is None:  # on its own: the instance goes down with it
                     reason = how_it_ended(reader.name, reader.process.returncode)
                     stop_by = time.monotonic() + stop_within_s
-                    _send(readers, signal.SIGTERM)
+                    _send(readers, stop_signal.SIBLING_ENDED)  # a clean stop, saying why
         if all(reader.status is not None for reader in readers):
             code = instance_exit_code(ended)
             log_event(log, "instance_stopped", code=code, reason=reason,

@@ -29,6 +29,24 @@ from contextlib import contextmanager
 _requested = threading.Event()
 #: exit code of a second signal: 128 + its number, as a shell reports a process it killed
 EXIT_ON_SECOND = {signal.SIGTERM: 143, signal.SIGINT: 130}
+#: what a supervisor sends its other readers when one ended on its own: a clean stop like a
+#: first SIGTERM, whose reason says so; never a forced one (a repeat is ignored)
+SIBLING_ENDED = signal.SIGUSR1
+#: the signals a reader starts with blocked (:func:`blocked`) and this module handles
+_HANDLED = (*EXIT_ON_SECOND, SIBLING_ENDED)
+_why = ["signal"]
+
+
+def why() -> str:
+    """The reason of the stop request: ``signal``, or that another reader of the instance
+    ended (:data:`SIBLING_ENDED`)."""
+    return _why[0]
+
+
+def _first(signum: int) -> None:
+    _why[0] = ("another reader of the instance ended (the supervisor's reader_exited line "
+               "says which and how)" if signum == SIBLING_ENDED else "signal")
+    _requested.set()
 
 
 def requested() -> bool:
@@ -43,7 +61,7 @@ def request() -> None:
 def blocked() -> Iterator[None]:
     """SIGTERM and SIGINT held back (pending) in this thread while the block runs, and in
     every process started meanwhile, which inherits the mask until :func:`record`."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, tuple(EXIT_ON_SECOND))
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
     try:
         yield
     finally:
@@ -56,13 +74,14 @@ def record() -> None:
     delivered now."""
 
     def handle(signum: int, frame: object) -> None:
-        if _requested.is_set():
+        if not _requested.is_set():
+            _first(signum)
+        elif signum != SIBLING_ENDED:
             os._exit(EXIT_ON_SECOND[signum])
-        _requested.set()
 
-    for signum in EXIT_ON_SECOND:
+    for signum in _HANDLED:
         signal.signal(signum, handle)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, tuple(EXIT_ON_SECOND))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HANDLED)
 
 
 def install(hard_deadline_s: float,
@@ -85,13 +104,14 @@ def install(hard_deadline_s: float,
         timer.start()
 
     def handle(signum: int, frame: object) -> None:
-        if _requested.is_set():
+        if not _requested.is_set():
+            _first(signum)
+            deadline()
+        elif signum != SIBLING_ENDED:
             forced(f"second {signal.Signals(signum).name}", EXIT_ON_SECOND[signum])
-        _requested.set()
-        deadline()
 
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
+    for signum in _HANDLED:
+        signal.signal(signum, handle)
     if _requested.is_set():  # asked before this (:func:`record`): the deadline runs from now
         deadline()
 
@@ -99,3 +119,4 @@ def install(hard_deadline_s: float,
 def reset() -> None:
     """Forget an earlier request (tests running several exports in one process)."""
     _requested.clear()
+    _why[0] = "signal"

@@ -172,6 +172,9 @@ def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
         assert exited == {"r0": 137, "r1": 0}, run.tail()  # r1 was stopped cleanly
         assert run.wait_event("instance_stopped", timeout_s=5)["reason"] == \
             "r0 was killed (SIGKILL)"
+        # the survivor says why it stops: not an operator's signal, its sibling's end
+        [stopping] = [d for d in run.events("stopping") if d["reader"] == "r1"]
+        assert stopping["reason"].startswith("another reader of the instance ended"), stopping
 
 
 def test_readers_never_outlive_their_supervisor(broker, tmp_path: Path) -> None:

@@ -1,0 +1,58 @@
+"""SIGTERM, SIGINT and the supervisor's SIGUSR1, in real processes (a handler installed in
+the test process would replace the test runner's own)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from garmexport.process import stop_signal
+
+_CHILD = """
+import os, signal, sys, time
+from garmexport.process import stop_signal
+time.sleep(float(sys.argv[1]))  # the signals sent meanwhile wait, blocked
+stop_signal.record()
+for name in sys.argv[2:]:
+    os.kill(os.getpid(), getattr(signal, name))
+    time.sleep(0.05)
+print(stop_signal.requested(), stop_signal.why(), flush=True)
+"""
+
+
+def _run(*args: str, blocked: bool = False, send: int | None = None) -> tuple[int, str]:
+    command = [sys.executable, "-c", _CHILD, *args]
+    if blocked:
+        with stop_signal.blocked():
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    else:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    if send is not None:
+        time.sleep(0.1)  # inside the child's sleep, before record()
+        child.send_signal(send)
+    out, _ = child.communicate(timeout=30)
+    return child.returncode, out.strip()
+
+
+def test_a_stop_sent_before_the_handler_waits_for_it_when_started_blocked() -> None:
+    assert _run("1.0", blocked=True, send=signal.SIGTERM) == (0, "True signal")
+    # what happened before: the default action killed the process
+    assert _run("1.0", send=signal.SIGTERM)[0] == -signal.SIGTERM
+
+
+def test_the_mask_of_the_starting_thread_is_given_back() -> None:
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with stop_signal.blocked():
+        assert signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
+def test_a_sibling_ended_stop_says_so_and_is_never_forced() -> None:
+    code, out = _run("0", "SIGUSR1", "SIGUSR1")
+    assert code == 0 and out.startswith("True another reader of the instance ended"), out
+    # after it, an operator's SIGTERM is the second signal: the exit at once, with its code
+    assert _run("0", "SIGUSR1", "SIGTERM")[0] == 143
+    assert _run("0", "SIGTERM", "SIGINT")[0] == 130
+    assert _run("0") == (0, "False signal")
