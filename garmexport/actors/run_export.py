@@ -9,6 +9,7 @@ already in use), 143 on a second SIGTERM (130 on a second SIGINT) during the sto
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import time
@@ -60,24 +61,35 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def write_stop_report(path: str, fields: dict[str, object]) -> None:
+    """``fields`` as JSON at ``path``, whole or not at all (written aside, then renamed)."""
+    aside = f"{path}.part"
+    with open(aside, "w", encoding="utf-8") as out:
+        json.dump(fields, out)
+    os.replace(aside, path)
+
+
 def actor_system() -> ActorSystem:
     """A fresh in-process actor system; logging stays as :mod:`garmexport.observe.logs` set it."""
     return ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
 
 
 def run_export(config: Config, instance: str | None = None,
-               source: KafkaSource | None = None) -> int:
+               source: KafkaSource | None = None, stop_report: str | None = None) -> int:
     """Export until stopped (signal) or failed; return the process exit code.
 
     ``source``: a KafkaSource subscribed early (see :class:`garmexport.pipeline.kafka_source.KafkaSource`),
-    or None to subscribe when the reader starts.
+    or None to subscribe when the reader starts. ``stop_report``: a file that a forced stop
+    writes its ``stop_forced`` fields to (JSON), for a reader's supervisor to sum up.
     """
     instance = instance or new_instance_id()
     unfinished = Unfinished()
 
     def forced(why: str, code: int) -> None:
-        log_event(log, "stop_forced", level=logging.WARNING, why=why, code=code,
-                  **unfinished.fields())
+        fields = {"why": why, "code": code, **unfinished.fields()}
+        log_event(log, "stop_forced", level=logging.WARNING, **fields)
+        if stop_report:
+            write_stop_report(stop_report, fields)
 
     stop_signal.install(config.protocol.shutdown_timeout_s + 10.0, forced)
     log_event(log, "starting", instance=instance, topic=config.source.topic,

@@ -2,7 +2,8 @@
 
 With ``actors.parallelism`` 1 this process is the exporter. Above 1 it is the supervisor
 of that many readers (:mod:`garmexport.instance.supervisor`), each started as
-``garmexport run --reader rK --parent PID``: options the operator never types.
+``garmexport run --reader rK --parent PID --stop-report FILE``: options the operator never
+types.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # set by the supervisor for the readers it starts
     parser.add_argument("--reader", help=argparse.SUPPRESS)
     parser.add_argument("--parent", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--stop-report", help=argparse.SUPPRESS)
 
 
 def _prepare_root(args: argparse.Namespace, config: Config) -> None:
@@ -61,7 +63,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     source = KafkaSource(config)
     from garmexport.actors.run_export import run_export  # thespian only when running
 
-    return run_export(config, instance=args.instance, source=source)
+    return run_export(config, instance=args.instance, source=source,
+                      stop_report=args.stop_report)
 
 
 def _supervise(args: argparse.Namespace, config: Config) -> int:

@@ -21,7 +21,7 @@ that ended badly, 0 only when all ended with 0.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from garmexport.settings.config import DEFAULT_KAFKA, Config
 
@@ -85,3 +85,20 @@ def instance_exit_code(ended: Iterable[int]) -> int:
     """The instance's code from its readers' exit statuses, in the order they ended: the
     first non-zero one (the reader whose failure stopped the others), else 0."""
     return next((code for code in ended if code != 0), 0)
+
+
+def left_by(status: int, report: Mapping[str, object] | None, killed: bool) -> str:
+    """In words, what a reader gave up in an instance's forced stop (a second signal): from
+    the ``stop_forced`` fields it wrote (``report``), or why it wrote none. ``status`` is its
+    exit status, ``killed`` whether the supervisor had to SIGKILL it."""
+    if killed:
+        return ("did not exit in time and was killed: its open files were not counted (none "
+                "is visible; the next start reads their records again)")
+    if report is None:
+        if status == 0:
+            return "had stopped cleanly: nothing abandoned"
+        return f"exited {status} without a report: it had not started exporting"
+    files, partitions = report.get("open_files", 0), report.get("partitions", [])
+    if not files:
+        return "no file open"
+    return f"{files} open files not published (partitions {partitions})"

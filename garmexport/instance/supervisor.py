@@ -21,11 +21,13 @@ supervisor touches no event. What it does:
 Invariants: readers never outlive the supervisor (each asks the kernel for SIGKILL when it
 ends, :mod:`garmexport.process.parent_death`); readers sit in their own process group, so
 a Ctrl-C in a terminal reaches them once, through the supervisor; the supervisor exits
-only after every reader has been reaped, except on a second signal.
+only after every reader has been reaped (after a second signal, one that has not exited
+within :data:`FORCED_EXIT_WAIT_S` is killed first).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.instance.shares import (
-    exit_status, how_it_ended, instance_exit_code, reader_name, reader_settings,
+    exit_status, how_it_ended, instance_exit_code, left_by, reader_name, reader_settings,
 )
 from garmexport.observe.health import serve, write_port_file
 from garmexport.observe.health_fold import ReadersHealth
@@ -61,6 +63,13 @@ KILL_MARGIN_S = 20.0
 #: consumer, the store: about a second here), as a starting process is before it answers
 #: (the shortest liveness timeout of a reader, exporter_parts.MIN_LIVE_TIMEOUT_S)
 START_GRACE_S = 30.0
+#: after a second signal, how long the readers get to write what they abandon and exit (a
+#: forced stop is immediate: counting the open files and one log line)
+FORCED_EXIT_WAIT_S = 5.0
+#: a process's signals of one kind do not queue, and Python runs a handler once for all
+#: that arrived before it ran: the readers' second signal goes this long after their first
+#: at least, and again at this pace to those still running, or it would only repeat the first
+SIGNAL_GAP_S = 0.25
 
 
 @dataclass
@@ -87,6 +96,7 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
     workdir = tempfile.mkdtemp(prefix=f"garmexport-{instance}-")
     port_files = {reader_name(i): os.path.join(workdir, f"{reader_name(i)}.port")
                   for i in range(count)}
+    reports = {name: os.path.join(workdir, f"{name}.stop.json") for name in port_files}
     probe = ReaderProbe(port_files)
     registry = CollectorRegistry()
     registry.register(ReadersCollector(probe))
@@ -102,7 +112,8 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
             write_port_file(config.metrics.port_file, server.port)
         for index, (name, port_file) in enumerate(port_files.items()):
             command = [sys.executable, "-m", "garmexport", "run", "--instance",
-                       f"{instance}-{name}", "--reader", name, "--parent", str(os.getpid())]
+                       f"{instance}-{name}", "--reader", name, "--parent", str(os.getpid()),
+                       "--stop-report", reports[name]]
             if config_path:
                 command += ["--config", config_path]
             # started with the stop signals held back, until it can honour them
@@ -114,32 +125,34 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
             readers.append(ReaderProcess(name, process))
             log_event(log, "reader_started", child=name, pid=process.pid,
                       instance=f"{instance}-{name}")
-        return _watch(readers, signals, config.protocol.shutdown_timeout_s + KILL_MARGIN_S)
+        return _watch(readers, signals, config.protocol.shutdown_timeout_s + KILL_MARGIN_S,
+                      reports)
     finally:
         for reader in readers:
-            if reader.process.poll() is None:  # only after a second signal or a bug
+            if reader.process.poll() is None:  # only after a bug
                 reader.process.kill()
         server.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: float) -> int:
+def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: float,
+           reports: Mapping[str, str]) -> int:
     """Forward signals, reap readers, stop the rest when one ends; the exit code."""
     ended: list[int] = []
     handled = 0
     stop_by: float | None = None
+    first_sent = 0.0
     reason = ""
     while True:
         while handled < len(signals):
             signum = signals[handled]
             handled += 1
-            if handled > 1:
-                _send(readers, signum)  # the readers' second: they exit at once too
-                log_event(log, "instance_stopped", level=logging.WARNING,
-                          code=EXIT_ON_SECOND[signum], reason="second signal")
-                return EXIT_ON_SECOND[signum]
+            if handled > 1:  # the readers' second: they exit at once too
+                time.sleep(max(0.0, first_sent + SIGNAL_GAP_S - time.monotonic()))
+                return _forced_stop(readers, reports, signum)
             if stop_by is None:  # else the readers are stopping already: ask them once
                 _send(readers, signum)
+                first_sent = time.monotonic()
                 reason = signal.Signals(signum).name
                 stop_by = time.monotonic() + stop_within_s
         for reader in readers:
@@ -163,6 +176,41 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
             _send(readers, signal.SIGKILL)
             stop_by = float("inf")
         time.sleep(WATCH_S)
+
+
+def _forced_stop(readers: list[ReaderProcess], reports: Mapping[str, str], signum: int) -> int:
+    """After a second signal: the readers get :data:`FORCED_EXIT_WAIT_S` to write what they
+    abandon (their ``stop_forced`` fields) and exit, the rest are killed, and the last line
+    says the stop was forced and what every reader left; the instance's exit code."""
+    deadline = time.monotonic() + FORCED_EXIT_WAIT_S
+    while any(r.process.poll() is None for r in readers) and time.monotonic() < deadline:
+        _send(readers, signum)
+        time.sleep(SIGNAL_GAP_S)
+    killed = {r.name for r in readers if r.process.poll() is None}
+    for reader in readers:
+        if reader.name in killed:
+            reader.process.kill()
+            reader.process.wait()
+    said = {r.name: _read_report(reports[r.name]) if r.name in reports else None
+            for r in readers}
+    code = EXIT_ON_SECOND[signum]
+    log_event(log, "instance_stopped", level=logging.WARNING, code=code,
+              reason=f"second {signal.Signals(signum).name}: stop forced",
+              readers={r.name: exit_status(r.process.returncode) for r in readers},
+              open_files=sum(d.get("open_files", 0) for d in said.values() if d),
+              abandoned={r.name: left_by(exit_status(r.process.returncode), said[r.name],
+                                         r.name in killed) for r in readers})
+    return code
+
+
+def _read_report(path: str) -> dict | None:
+    """The ``stop_forced`` fields a reader wrote, or None (it wrote none)."""
+    try:
+        with open(path, encoding="utf-8") as report:
+            found = json.load(report)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _send(readers: list[ReaderProcess], signum: int) -> None:

@@ -151,12 +151,30 @@ def test_a_second_signal_stops_the_instance_at_once_with_its_code(
         run = two_reader_instance(broker, tmp_path, runs, f"twice-{code}", 5_000,
                                   WRITER_MAX_FILE_AGE_S=60)
         pids = reader_pids(run)
-        run.wait_event("assigned", timeout_s=60, count=2)
+        # both readers hold open files (max_file_age_s 60): a record of each partition read
+        for partition in (0, 1):
+            run.wait_event("first_record", timeout_s=60,
+                           where=lambda d, p=partition: d["partition"] == p)
+        time.sleep(1.0)
         run.process.send_signal(signum)
         time.sleep(0.05)
         run.process.send_signal(signum)
         assert run.process.wait(timeout=30) == code, run.tail()
         wait_gone(list(pids.values()))
+        # the last line says the stop was forced and what every reader left (issue 32,
+        # item 2: it said "second signal" while the readers' own lines came after it, or
+        # never, as the supervisor killed them on its way out)
+        last = run.events()[-1]
+        assert last["event"] == "instance_stopped" and last["level"] == "WARNING", run.tail()
+        assert last["reason"] == f"second {signal.Signals(signum).name}: stop forced", last
+        assert last["readers"] == {"r0": code, "r1": code}, last
+        forced = {d["reader"]: d for d in run.events("stop_forced")}
+        assert set(forced) == {"r0", "r1"}, run.tail()
+        assert last["open_files"] == sum(d["open_files"] for d in forced.values()) > 0, last
+        for name, d in forced.items():
+            assert last["abandoned"][name] == (
+                f"{d['open_files']} open files not published (partitions {d['partitions']})"
+                if d["open_files"] else "no file open"), (last, d)
 
 
 def test_a_reader_that_dies_takes_the_instance_down_with_its_status(
