@@ -174,6 +174,8 @@ class ReaderActor(ActorTypeDispatcher):
                                      parts.site.pool.running_since()))  # type: ignore[union-attr]
         registrar = parts.registrar  # type: ignore[union-attr]
         health.set_detail("hive", registrar.problem if registrar else "")
+        # which partitions this process holds: what a supervisor says of a reader gone silent
+        health.set_detail("partitions", ", ".join(map(str, sorted(reader.assigned))))
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
     def _update_lag(self, p: int) -> None:

@@ -10,6 +10,8 @@ supervisor touches no event. What it does:
 - serves the instance's one metrics port: ``/metrics`` joins every reader's series
   (:mod:`garmexport.observe.metrics_merge`), ``/health/*`` folds theirs
   (:mod:`garmexport.observe.health_fold`); the readers serve on private loopback ports;
+  a reader that stops answering is logged, and left out of scrapes without a wait
+  (:mod:`garmexport.observe.reader_watch`);
 - forwards SIGTERM/SIGINT: the first asks every reader for a clean stop, the second
   makes them (and the supervisor) exit at once with 143/130, as one process does;
 - takes the instance down when a reader ends on its own: the others are asked to stop
@@ -49,6 +51,7 @@ from garmexport.observe.health_fold import ReadersHealth
 from garmexport.observe.logs import log_event
 from garmexport.observe.metrics_merge import ReadersCollector
 from garmexport.observe.reader_probe import ReaderProbe
+from garmexport.observe.reader_watch import ReaderWatch
 from garmexport.process import stop_signal
 from garmexport.process.stop_signal import EXIT_ON_SECOND
 from garmexport.settings.config import Config
@@ -103,6 +106,7 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
     health = ReadersHealth(probe, started=time.monotonic(), start_grace_s=START_GRACE_S)
     server = serve(config.metrics.host, config.metrics.port, registry, health)
     readers: list[ReaderProcess] = []
+    watch: ReaderWatch | None = None
     try:
         log_event(log, "instance_starting", instance=instance, readers=count,
                   topic=config.source.topic, root=config.output.root)
@@ -125,9 +129,13 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
             readers.append(ReaderProcess(name, process))
             log_event(log, "reader_started", child=name, pid=process.pid,
                       instance=f"{instance}-{name}")
+        watch = ReaderWatch(probe, {r.name: r.process.pid for r in readers})
+        watch.start()
         return _watch(readers, signals, config.protocol.shutdown_timeout_s + KILL_MARGIN_S,
                       reports)
     finally:
+        if watch is not None:
+            watch.stop()
         for reader in readers:
             if reader.process.poll() is None:  # only after a bug
                 reader.process.kill()

@@ -5,10 +5,17 @@ Each reader (``actors.parallelism`` > 1) serves its own ``/metrics`` and ``/heal
 file and asks. An answer is never an exception: a reader not serving yet, refusing, or
 silent past the timeout (stopped, or stuck) is an :class:`Answer` with ``status`` None and
 the reason.
+
+A reader that stopped answering (stuck, or stopped with SIGSTOP) is marked silent by the
+supervisor's watch (:mod:`garmexport.observe.reader_watch`), which keeps asking it in the
+background: while it is marked, a scrape or a health check gets its no-answer at once
+instead of waiting :data:`PROBE_TIMEOUT_S` for it.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -39,12 +46,32 @@ class ReaderProbe:
     def __init__(self, port_files: Mapping[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> None:
         self._port_files = dict(port_files)
         self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        #: reader -> (monotonic time it was last heard, why it is silent now)
+        self._silent: dict[str, tuple[float, str]] = {}
 
     @property
     def readers(self) -> list[str]:
         return list(self._port_files)
 
-    def get(self, reader: str, path: str) -> Answer:
+    def mark_silent(self, reader: str, since: float, error: str) -> None:
+        """``reader`` has not answered since ``since`` (monotonic seconds): answer for it at
+        once, without asking, until :meth:`mark_answering`."""
+        with self._lock:
+            self._silent[reader] = (since, error)
+
+    def mark_answering(self, reader: str) -> None:
+        with self._lock:
+            self._silent.pop(reader, None)
+
+    def get(self, reader: str, path: str, ask_silent: bool = False) -> Answer:
+        """``reader``'s answer to a GET of ``path``; for a reader marked silent, its
+        no-answer at once (``ask_silent``: ask it all the same, as the watch does)."""
+        with self._lock:
+            silent = None if ask_silent else self._silent.get(reader)
+        if silent is not None:
+            return Answer(reader, None, error=f"not answering for "
+                          f"{time.monotonic() - silent[0]:.0f}s: {silent[1]}")
         port = read_port_file(self._port_files[reader])
         if port is None:
             return Answer(reader, None, error="not serving yet", serving=False)

@@ -115,16 +115,29 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         # nor ready, and says which reader is wrong
         os.kill(pids["r1"], signal.SIGSTOP)
         try:
+            # the supervisor says so once, with the reader's partitions (issue 32, item 3)
+            said = run.wait_event("reader_not_answering", timeout_s=15)
+            assert said["level"] == "WARNING" and said["child"] == "r1", said
+            assert said["pid"] == pids["r1"] and said["partitions"] in ("0, 1", "2, 3"), said
             for path in ("/health/live", "/health/ready"):
+                started = time.monotonic()
                 code, answer = run.http_get(path, timeout_s=10)
+                waited = time.monotonic() - started
                 reasons = json.loads(answer)["reasons"]
                 assert code == 503 and any(r.startswith("r1: not answering") for r in reasons), answer
+                assert waited < 1.0, f"{path} waited {waited:.1f} s for the stuck reader"
+            started = time.monotonic()
             status, body = run.http_get("/metrics", timeout_s=10)
+            assert time.monotonic() - started < 1.0, "the scrape waited for the stuck reader"
             assert by_reader(body, "garmexport_reader_scrape_ok") == Counter({"r0": 1, "r1": 0})
         finally:
             os.kill(pids["r1"], signal.SIGCONT)
         wait_status(run, "/health/live", 200, timeout_s=20)
         wait_status(run, "/health/ready", 200, timeout_s=20)
+        again = run.wait_event("reader_answering_again", timeout_s=5)
+        # (its partitions may be "none" then: stopped past the session timeout, it lost them)
+        assert again["child"] == "r1" and "partitions" in again, again
+        assert len(run.events("reader_not_answering")) == 1, run.tail()
 
         assert run.terminate() == 0, run.tail()
         wait_gone(list(pids.values()))
