@@ -15,14 +15,17 @@ supervisor touches no event. What it does:
 - forwards SIGTERM/SIGINT: the first asks every reader for a clean stop, the second
   makes them (and the supervisor) exit at once with 143/130, as one process does;
 - takes the instance down when a reader ends on its own: the others are asked to stop
-  cleanly (``stop_signal.SIBLING_ENDED``, so that they say why they stop) and the instance exits with the failed reader's status (Marathon restarts the
-  task; the commit protocol makes the restart safe, and the readers' clean stops mean
-  little is exported twice as work). Restarting only the reader was not chosen: it would
-  hide a crash loop from Marathon and gives nothing the protocol does not already give.
+  cleanly (``stop_signal.SIBLING_ENDED``, so that they say why they stop) and the instance
+  exits with the failed reader's status (Marathon restarts the task; the commit protocol
+  makes the restart safe, and the readers' clean stops mean little is exported twice as
+  work). Restarting only the reader was not chosen: it would hide a crash loop from
+  Marathon and gives nothing the protocol does not already give.
 
 Invariants: readers never outlive the supervisor (each asks the kernel for SIGKILL when it
-ends, :mod:`garmexport.process.parent_death`); readers sit in their own process group, so
-a Ctrl-C in a terminal reaches them once, through the supervisor; the supervisor exits
+ends, :mod:`garmexport.process.parent_death`); readers share the supervisor's process group, so
+that whatever signals the group (a terminal's Ctrl-C and Ctrl-Z, ``kill -- -PGID``, a tree
+kill) reaches the whole instance, and the supervisor forwards a first stop as one that
+never counts as a reader's second (``stop_signal.INSTANCE_STOPPING``); the supervisor exits
 only after every reader has been reaped (after a second signal, one that has not exited
 within :data:`FORCED_EXIT_WAIT_S` is killed first).
 """
@@ -69,10 +72,11 @@ START_GRACE_S = 30.0
 #: after a second signal, how long the readers get to write what they abandon and exit (a
 #: forced stop is immediate: counting the open files and one log line)
 FORCED_EXIT_WAIT_S = 5.0
-#: a process's signals of one kind do not queue, and Python runs a handler once for all
-#: that arrived before it ran: the readers' second signal goes this long after their first
-#: at least, and again at this pace to those still running, or it would only repeat the first
-SIGNAL_GAP_S = 0.25
+#: the readers' first stop was INSTANCE_STOPPING, which never counts, so the instance's
+#: second signal must reach them twice; and signals of one kind do not queue (Python runs a
+#: handler once for all that arrived before it ran): so it is sent at this pace to the
+#: readers still running until they exit
+RESEND_EVERY_S = 0.05
 
 
 @dataclass
@@ -124,8 +128,7 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
             # (stop_signal.record): a stop during its imports must not kill it
             with stop_signal.blocked():
                 process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                    command, env=reader_env(config, count, index, port_file, os.environ),
-                    process_group=0)
+                    command, env=reader_env(config, count, index, port_file, os.environ))
             readers.append(ReaderProcess(name, process))
             log_event(log, "reader_started", child=name, pid=process.pid,
                       instance=f"{instance}-{name}")
@@ -149,18 +152,17 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
     ended: list[int] = []
     handled = 0
     stop_by: float | None = None
-    first_sent = 0.0
     reason = ""
     while True:
         while handled < len(signals):
             signum = signals[handled]
             handled += 1
             if handled > 1:  # the readers' second: they exit at once too
-                time.sleep(max(0.0, first_sent + SIGNAL_GAP_S - time.monotonic()))
                 return _forced_stop(readers, reports, signum)
             if stop_by is None:  # else the readers are stopping already: ask them once
-                _send(readers, signum)
-                first_sent = time.monotonic()
+                # a stop that never counts as their second: they may have had the
+                # operator's signal directly too (Ctrl-C to the group, a tree kill)
+                _send(readers, stop_signal.INSTANCE_STOPPING)
                 reason = signal.Signals(signum).name
                 stop_by = time.monotonic() + stop_within_s
         for reader in readers:
@@ -193,7 +195,7 @@ def _forced_stop(readers: list[ReaderProcess], reports: Mapping[str, str], signu
     deadline = time.monotonic() + FORCED_EXIT_WAIT_S
     while any(r.process.poll() is None for r in readers) and time.monotonic() < deadline:
         _send(readers, signum)
-        time.sleep(SIGNAL_GAP_S)
+        time.sleep(RESEND_EVERY_S)
     killed = {r.name for r in readers if r.process.poll() is None}
     for reader in readers:
         if reader.name in killed:

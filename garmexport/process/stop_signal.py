@@ -32,9 +32,21 @@ EXIT_ON_SECOND = {signal.SIGTERM: 143, signal.SIGINT: 130}
 #: what a supervisor sends its other readers when one ended on its own: a clean stop like a
 #: first SIGTERM, whose reason says so; never a forced one (a repeat is ignored)
 SIBLING_ENDED = signal.SIGUSR1
+#: what a supervisor sends its readers for the instance's first SIGTERM or SIGINT: the same
+#: clean stop, but never counted as a second signal, so that a reader that also got the
+#: operator's signal directly (a terminal's Ctrl-C to the process group, a tree kill) is
+#: not forced by the two together
+INSTANCE_STOPPING = signal.SIGUSR2
+#: the stops that never force, and the reason each gives
+_NOT_FORCING = {SIBLING_ENDED: "another reader of the instance ended (the supervisor's "
+                               "reader_exited line says which and how)",
+                INSTANCE_STOPPING: "signal"}
 #: the signals a reader starts with blocked (:func:`blocked`) and this module handles
-_HANDLED = (*EXIT_ON_SECOND, SIBLING_ENDED)
+_HANDLED = (*EXIT_ON_SECOND, *_NOT_FORCING)
 _why = ["signal"]
+#: SIGTERMs and SIGINTs received: the second forces the stop (the supervisor's stops never
+#: count, whichever order Python runs the handlers of signals that arrived together in)
+_direct = [0]
 
 
 def why() -> str:
@@ -43,9 +55,16 @@ def why() -> str:
     return _why[0]
 
 
+def _second(signum: int) -> bool:
+    """Count ``signum``; whether it is the second SIGTERM or SIGINT (a forced stop)."""
+    if signum in _NOT_FORCING:
+        return False
+    _direct[0] += 1
+    return _direct[0] >= 2
+
+
 def _first(signum: int) -> None:
-    _why[0] = ("another reader of the instance ended (the supervisor's reader_exited line "
-               "says which and how)" if signum == SIBLING_ENDED else "signal")
+    _why[0] = _NOT_FORCING.get(signum, "signal")
     _requested.set()
 
 
@@ -74,10 +93,10 @@ def record() -> None:
     delivered now."""
 
     def handle(signum: int, frame: object) -> None:
+        if _second(signum):
+            os._exit(EXIT_ON_SECOND[signum])
         if not _requested.is_set():
             _first(signum)
-        elif signum != SIBLING_ENDED:
-            os._exit(EXIT_ON_SECOND[signum])
 
     for signum in _HANDLED:
         signal.signal(signum, handle)
@@ -104,11 +123,11 @@ def install(hard_deadline_s: float,
         timer.start()
 
     def handle(signum: int, frame: object) -> None:
+        if _second(signum):
+            forced(f"second {signal.Signals(signum).name}", EXIT_ON_SECOND[signum])
         if not _requested.is_set():
             _first(signum)
             deadline()
-        elif signum != SIBLING_ENDED:
-            forced(f"second {signal.Signals(signum).name}", EXIT_ON_SECOND[signum])
 
     for signum in _HANDLED:
         signal.signal(signum, handle)
@@ -120,3 +139,4 @@ def reset() -> None:
     """Forget an earlier request (tests running several exports in one process)."""
     _requested.clear()
     _why[0] = "signal"
+    _direct[0] = 0

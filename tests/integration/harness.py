@@ -69,7 +69,9 @@ class Exporter:
     """One ``garmexport run`` process; ``name`` labels its log file and messages."""
 
     def __init__(self, env: Mapping[str, str], log_dir: Path, name: str,
-                 extra_env: Mapping[str, str] | None = None) -> None:
+                 extra_env: Mapping[str, str] | None = None, own_group: bool = False) -> None:
+        """``own_group``: in a process group of its own (its pid), as a shell starts a job,
+        for a test that signals the group."""
         self.name = name
         self.log_path = log_dir / f"exporter-{name}.log"
         self._log = open(self.log_path, "wb")
@@ -77,7 +79,7 @@ class Exporter:
         self.process = subprocess.Popen(
             [PYTHON, "-m", "garmexport", "run", "--instance", f"e2e-{name}"],
             env={**env, **(extra_env or {})}, cwd=ROOT, stdout=self._log,
-            stderr=subprocess.STDOUT)
+            stderr=subprocess.STDOUT, process_group=0 if own_group else None)
         self.instance = f"e2e-{name}"
 
     @property

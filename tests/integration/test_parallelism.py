@@ -40,15 +40,16 @@ def reader_pids(run: Exporter, count: int = 2) -> dict[str, int]:
 
 
 def two_reader_instance(broker, tmp_path: Path, runs: list[Exporter], name: str,
-                        records: int, **overrides: object) -> Exporter:
-    """An instance of two readers, in a group of its own, over a fresh 2-partition topic
-    holding ``records`` generated records; appended to ``runs``."""
+                        records: int, own_group: bool = False, **overrides: object) -> Exporter:
+    """An instance of two readers, in a consumer group of its own, over a fresh 2-partition
+    topic holding ``records`` generated records; appended to ``runs``. ``own_group``: the
+    instance in a process group of its own, as a shell's job."""
     topic = broker.new_topic(partitions=2)
     if records:
         produce(broker.bootstrap, topic, records, partitions=2, seed=3, days=1)
     env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), ACTORS_PARALLELISM=2,
                        SOURCE_GROUP_ID=f"g-{topic}", **overrides)
-    runs.append(Exporter(env, tmp_path, name))
+    runs.append(Exporter(env, tmp_path, name, own_group=own_group))
     return runs[-1]
 
 
@@ -303,3 +304,41 @@ def test_a_stop_while_the_readers_still_import_is_a_clean_stop_not_a_failed_read
         stopped = run.wait_event("instance_stopped", timeout_s=5)
         assert stopped["readers"] == {"r0": 0, "r1": 0}, run.tail()
         assert not [e for e in run.events("reader_exited") if e["level"] != "INFO"], run.tail()
+
+
+def _state(pid: int) -> str:
+    """The kernel's one-letter state of ``pid`` (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def _wait_states(pids: list[int], stopped: bool, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any((_state(pid) == "T") != stopped for pid in pids):
+        assert time.monotonic() < deadline, {pid: _state(pid) for pid in pids}
+        time.sleep(0.05)
+
+
+def test_signals_to_the_instances_process_group_reach_the_whole_instance(
+        broker, tmp_path: Path) -> None:
+    """The readers once sat in process groups of their own: ``kill -STOP -- -PGID`` (or a
+    terminal's Ctrl-Z) froze the supervisor alone while its readers went on (issue 32, item
+    4). They share the instance's group now; a SIGTERM to the group, which reaches every
+    reader twice (directly and forwarded by the supervisor), is one clean stop."""
+    with exporter_runs() as runs:
+        run = two_reader_instance(broker, tmp_path, runs, "group", 5_000, own_group=True)
+        pids = reader_pids(run)
+        run.wait_event("assigned", timeout_s=60, count=2)
+        everyone = [run.pid, *pids.values()]
+        assert {os.getpgid(pid) for pid in everyone} == {run.pid}
+        os.killpg(run.pid, signal.SIGSTOP)  # kill -STOP -- -PGID; Ctrl-Z's SIGTSTP alike
+        _wait_states(everyone, stopped=True)
+        os.killpg(run.pid, signal.SIGCONT)
+        _wait_states(everyone, stopped=False)
+        os.killpg(run.pid, signal.SIGTERM)  # a group or tree kill: readers get it twice
+        assert run.process.wait(timeout=60) == 0, run.tail()
+        wait_gone(list(pids.values()))
+        stopped = run.wait_event("instance_stopped", timeout_s=5)
+        assert stopped["readers"] == {"r0": 0, "r1": 0}, run.tail()
+        assert run.events("stop_forced") == [], run.tail()
+        assert {d["reason"] for d in run.events("stopping")} == {"signal"}, run.tail()

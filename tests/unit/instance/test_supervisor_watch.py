@@ -11,7 +11,7 @@ import pytest
 
 from garmexport.instance import supervisor
 from garmexport.instance.supervisor import ReaderProcess, _watch
-from garmexport.process.stop_signal import SIBLING_ENDED
+from garmexport.process.stop_signal import INSTANCE_STOPPING, SIBLING_ENDED
 
 
 class FakeProcess:
@@ -51,7 +51,7 @@ def readers(*processes: FakeProcess) -> list[ReaderProcess]:
 def test_a_first_signal_reaches_every_reader_once_and_a_clean_stop_exits_0() -> None:
     a, b = FakeProcess(), FakeProcess()
     assert _watch(readers(a, b), [signal.SIGTERM], stop_within_s=60, reports={}) == 0
-    assert a.got == b.got == [signal.SIGTERM]
+    assert a.got == b.got == [INSTANCE_STOPPING]  # never a reader's second (a group kill)
 
 
 def test_a_second_signal_is_forwarded_and_exits_at_once_with_its_code(
@@ -62,7 +62,7 @@ def test_a_second_signal_is_forwarded_and_exits_at_once_with_its_code(
     caplog.set_level("INFO")
     assert _watch(readers(a, b), [signal.SIGINT, signal.SIGINT], stop_within_s=60,
                   reports=reports) == 130
-    assert a.got == b.got == [signal.SIGINT, signal.SIGINT]
+    assert a.got == b.got == [INSTANCE_STOPPING, signal.SIGINT]
     [last] = [r for r in caplog.records if r.getMessage() == "instance_stopped"]
     said = last.garmexport_fields  # type: ignore[attr-defined]  # log_event's fields
     assert said["reason"] == "second SIGINT: stop forced" and said["open_files"] == 3, said
@@ -74,12 +74,12 @@ def test_a_second_signal_is_forwarded_and_exits_at_once_with_its_code(
 
 def test_a_second_signal_is_sent_again_to_a_reader_that_took_two_for_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(supervisor, "SIGNAL_GAP_S", 0.01)
+    monkeypatch.setattr(supervisor, "RESEND_EVERY_S", 0.01)
     merged, stuck = FakeProcess(ends_on=3, code=-15), FakeProcess(ends_on=99)
     monkeypatch.setattr(supervisor, "FORCED_EXIT_WAIT_S", 0.2)
     assert _watch(readers(merged, stuck), [signal.SIGTERM, signal.SIGTERM], stop_within_s=60,
                   reports={}) == 143
-    assert merged.got == [signal.SIGTERM] * 3  # the third reached it: it had merged two
+    assert merged.got == [INSTANCE_STOPPING, signal.SIGTERM, signal.SIGTERM]  # merged two
     assert stuck.got[-1] == signal.SIGKILL and stuck.returncode == -9  # killed at the wait
 
 
@@ -108,4 +108,4 @@ def test_the_operators_signal_after_a_failure_is_not_a_second_one_for_the_reader
 def test_readers_still_running_past_the_deadline_are_killed() -> None:
     stuck = FakeProcess(ends_on=99)
     assert _watch(readers(stuck), [signal.SIGTERM], stop_within_s=0, reports={}) == 137
-    assert stuck.got == [signal.SIGTERM, signal.SIGKILL]
+    assert stuck.got == [INSTANCE_STOPPING, signal.SIGKILL]

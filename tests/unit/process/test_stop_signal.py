@@ -52,7 +52,18 @@ def test_the_mask_of_the_starting_thread_is_given_back() -> None:
 def test_a_sibling_ended_stop_says_so_and_is_never_forced() -> None:
     code, out = _run("0", "SIGUSR1", "SIGUSR1")
     assert code == 0 and out.startswith("True another reader of the instance ended"), out
-    # after it, an operator's SIGTERM is the second signal: the exit at once, with its code
-    assert _run("0", "SIGUSR1", "SIGTERM")[0] == 143
+    # only a second SIGTERM or SIGINT forces: the supervisor's stop never counts
+    assert _run("0", "SIGUSR1", "SIGTERM")[0] == 0
+    assert _run("0", "SIGUSR1", "SIGTERM", "SIGTERM")[0] == 143
     assert _run("0", "SIGTERM", "SIGINT")[0] == 130
+
+
+def test_the_supervisors_stop_and_the_operators_signal_together_are_one_stop() -> None:
+    # a group kill reaches a reader directly and through its supervisor (SIGUSR2), and
+    # Python runs the handlers of signals that arrived together by number (SIGUSR2 first):
+    # in either order, one clean stop, not a forced one
+    assert _run("0", "SIGTERM", "SIGUSR2") == (0, "True signal")
+    assert _run("0", "SIGUSR2", "SIGINT") == (0, "True signal")
+    assert _run("0", "SIGUSR2", "SIGINT", "SIGINT")[0] == 130
+    assert _run("0", "SIGUSR2", "SIGUSR2") == (0, "True signal")
     assert _run("0") == (0, "False signal")
