@@ -342,3 +342,54 @@ def test_signals_to_the_instances_process_group_reach_the_whole_instance(
         assert stopped["readers"] == {"r0": 0, "r1": 0}, run.tail()
         assert run.events("stop_forced") == [], run.tail()
         assert {d["reason"] for d in run.events("stopping")} == {"signal"}, run.tail()
+
+
+def test_a_reader_frozen_past_its_session_timeout_is_a_zombie_its_sibling_replaces(
+        broker, tmp_path: Path) -> None:
+    """The default path's zombie (issue 32): one reader SIGSTOPped past the session
+    timeout while its sibling runs. The instance says which reader is stuck, the sibling
+    takes its partitions and exports them, and when the frozen reader resumes, whatever it
+    still tries to publish of them is refused and counted (``fenced``, and the
+    ``garmexport_fencing_conflicts_total`` of that reader) or dropped as lost; every record
+    ends in exactly one row."""
+    topic = broker.new_topic(partitions=4)
+    root = str(tmp_path / "out")
+    produce(broker.bootstrap, topic, 20_000, partitions=4, seed=11, days=1)
+    env = exporter_env(broker.bootstrap, topic, root, ACTORS_PARALLELISM=2,
+                       SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=3)
+    with exporter_runs() as runs:
+        run = Exporter(env, tmp_path, "frozen")
+        runs.append(run)
+        pids = reader_pids(run)
+        run.wait_event("assigned", timeout_s=60, count=2)
+        run.wait_event("first_record", timeout_s=60, where=lambda d: d["reader"] == "r1")
+        os.kill(pids["r1"], signal.SIGSTOP)
+        try:
+            said = run.wait_event("reader_not_answering", timeout_s=15)
+            assert said["child"] == "r1", said
+            code, answer = run.http_get("/health/live", timeout_s=10)
+            assert code == 503 and any(r.startswith("r1: not answering")
+                                       for r in json.loads(answer)["reasons"]), answer
+            produce(broker.bootstrap, topic, 3_000, partitions=4, seed=12, days=1)
+            # the group drops r1 after its session timeout; r0 takes all four partitions
+            run.wait_event("assigned", timeout_s=90,
+                           where=lambda d: d["reader"] == "r0" and len(d["partitions"]) == 4)
+            ends = topic_ends(broker.bootstrap, topic)
+            wait_caught_up(root, topic, ends, 120, run.check_alive)
+        finally:
+            os.kill(pids["r1"], signal.SIGCONT)
+        run.wait_event("reader_answering_again", timeout_s=30)
+        produce(broker.bootstrap, topic, 1_000, partitions=4, seed=13, days=1)
+        ends = topic_ends(broker.bootstrap, topic)
+        wait_caught_up(root, topic, ends, 120, run.check_alive)
+        fenced = [d for d in run.events("fenced") if d["reader"] == "r1"]
+        status, body = run.http_get("/metrics", timeout_s=10)
+        counted = by_reader(body, "garmexport_fencing_conflicts_total")["r1"]
+        lost = [d for d in run.events("lost") if d["reader"] == "r1"]
+        print(f"r1 after its resume: {len(fenced)} publishes fenced, {len(lost)} losses")
+        # it noticed it was replaced, one way or the other, and every refusal is counted
+        assert fenced or lost, run.tail()
+        assert counted == len(fenced), (counted, fenced)
+        assert [d for d in run.events("reader_exited")] == [], run.tail()  # one instance still
+        assert run.terminate() == 0, run.tail()
+    assert_exact(env, ends)
