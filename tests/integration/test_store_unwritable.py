@@ -17,6 +17,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.disk_faults import frozen, require_immutable
 from tests.integration.harness import (
     Exporter, assert_exact, exporter_env, exporter_runs, produce, topic_ends, wait_caught_up,
@@ -51,33 +53,48 @@ def _raw_lines(run: Exporter) -> list[str]:
     return out
 
 
-def test_retries_that_run_out_end_the_process_with_exit_1(broker, tmp_path: Path) -> None:
-    topic, root, env, run = _start(broker, tmp_path, "gives-up",
-                                   STORAGE_RETRY_ATTEMPTS=4, STORAGE_RETRY_MAX_S=1)
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_retries_that_run_out_end_the_process_with_exit_1(
+        broker, tmp_path: Path, parallelism: int) -> None:
+    """The same exit and the same failure line from one process and from an instance of
+    two readers (the default path), whose supervisor then says which reader failed."""
+    topic, root, env, run = _start(broker, tmp_path, f"gives-up-{parallelism}",
+                                   STORAGE_RETRY_ATTEMPTS=4, STORAGE_RETRY_MAX_S=1,
+                                   ACTORS_PARALLELISM=parallelism)
     try:
         with frozen(root):
             produce(broker.bootstrap, topic, 500, partitions=2, seed=6, days=1)
             frozen_at = time.monotonic()
             try:
-                code = run.process.wait(timeout=45)
+                code = run.process.wait(timeout=60)
             except Exception:  # noqa: BLE001 - report what it did instead
-                raise AssertionError(f"still running 45 s into the outage:\n{run.tail()}") from None
+                raise AssertionError(f"still running 60 s into the outage:\n{run.tail()}") from None
         took = time.monotonic() - frozen_at
-        stopped = run.events("stopped")
+        stopped = [d for d in run.events("stopped") if d["code"] != 0]
         print(f"exited {code} after {took:.1f} s: {stopped}")
         assert code == 1, run.tail()
-        assert len(stopped) == 1 and stopped[0]["code"] == 1, run.tail()
-        assert "Operation not permitted" in stopped[0]["reason"], stopped
-        [failure] = run.events("failure")
-        # one sentence that says it gave up, on what, and why; the traceback only at DEBUG
-        said = re.fullmatch(r"gave up after 4 attempts on (publish|marker write) (\S+): (.+) "
-                            r"\(storage\.retry_attempts = 4\): make the store reachable and "
-                            r"writable; the next start resumes from the output", failure["error"])
-        assert said and "Operation not permitted" in said[3], failure
-        assert said[2].endswith((".parquet", ".json")), failure
-        assert failure["level"] == "ERROR" and "detail" not in failure, failure
-        assert failure["error"] in stopped[0]["reason"], stopped
-        assert len(run.events("store_failing")) == 1, run.tail()
+        failures = run.events("failure")
+        assert failures and len(failures) <= parallelism, run.tail()
+        for failure in failures:
+            # one sentence that says it gave up, on what, and why; the traceback only at DEBUG
+            said = re.fullmatch(r"gave up after 4 attempts on (publish|marker write) (\S+): "
+                                r"(.+) \(storage\.retry_attempts = 4\): make the store "
+                                r"reachable and writable; the next start resumes from the "
+                                r"output", failure["error"])
+            assert said and "Operation not permitted" in said[3], failure
+            assert said[2].endswith((".parquet", ".json")), failure
+            assert failure["level"] == "ERROR" and "detail" not in failure, failure
+            # the process (or reader) that failed ends with that line's reason and code 1
+            [own] = [d for d in stopped if d.get("reader") == failure.get("reader")]
+            assert own["code"] == 1 and failure["error"] in own["reason"], stopped
+        assert len(stopped) == len(failures), run.tail()
+        failing = [d.get("reader") for d in run.events("store_failing")]
+        assert failing and len(failing) == len(set(failing)), run.tail()  # one per episode
+        if parallelism > 1:
+            last = run.events()[-1]
+            assert last["event"] == "instance_stopped" and last["code"] == 1, last
+            # the reader it reaped first of those that failed (both may have, at once)
+            assert last["reason"] in {f"{f['reader']} exited 1" for f in failures}, last
         assert _raw_lines(run) == [], "\n".join(_raw_lines(run))
     except BaseException:
         print(run.tail(60))
@@ -97,11 +114,19 @@ def _wait_http(run: Exporter, path: str, status: int, timeout_s: float) -> tuple
         time.sleep(0.5)
 
 
+def _once_per_reader(events: list[dict], parallelism: int) -> bool:
+    """Whether ``events`` are one per process (or reader, at most ``parallelism``)."""
+    readers = [d.get("reader") for d in events]
+    return 1 <= len(readers) <= parallelism and len(readers) == len(set(readers))
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
 def test_a_long_outage_fails_liveness_and_a_recovered_one_stops_cleanly(
-        broker, tmp_path: Path) -> None:
+        broker, tmp_path: Path, parallelism: int) -> None:
     # attempts enough for minutes: only liveness can tell that the loop is stuck
-    topic, root, env, run = _start(broker, tmp_path, "recovers",
-                                   STORAGE_RETRY_ATTEMPTS=1000, STORAGE_RETRY_MAX_S=1)
+    topic, root, env, run = _start(broker, tmp_path, f"recovers-{parallelism}",
+                                   STORAGE_RETRY_ATTEMPTS=1000, STORAGE_RETRY_MAX_S=1,
+                                   ACTORS_PARALLELISM=parallelism)
     try:
         assert run.http_get("/health/live")[0] == 200
         with frozen(root):
@@ -111,17 +136,18 @@ def test_a_long_outage_fails_liveness_and_a_recovered_one_stops_cleanly(
             print(f"liveness 503 after {took:.1f} s: {body!r}")
             assert took > 20, body
             assert b"no progress" in body and b"Operation not permitted" in body, body
-            assert len(run.events("store_failing")) == 1, run.tail()
+            assert _once_per_reader(run.events("store_failing"), parallelism), run.tail()
         _wait_http(run, "/health/live", 200, timeout_s=30)
         ends = topic_ends(broker.bootstrap, topic)
         wait_caught_up(str(root), topic, ends, timeout_s=60, alive=run.check_alive)
         resumed = run.wait_event("resumed", timeout_s=10)
         assert resumed["failed_s"] > 20, resumed
-        assert len(run.events("store_failing")) == 1, run.tail()
+        assert _once_per_reader(run.events("store_failing"), parallelism), run.tail()
         time.sleep(2)
         assert run.terminate() == 0, run.tail()
         stopped = run.events("stopped")
-        assert stopped[0]["code"] == 0 and "settled=True" in stopped[0]["reason"], stopped
+        assert len(stopped) == parallelism, stopped  # every process (reader) stopped
+        assert all(d["code"] == 0 and "settled=True" in d["reason"] for d in stopped), stopped
         assert run.events("failure") == [], run.tail()
         assert _raw_lines(run) == [], "\n".join(_raw_lines(run))
         assert_exact(env, ends)
