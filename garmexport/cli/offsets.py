@@ -11,20 +11,8 @@ partition without a marker, the takeover of a Garmadon JVM exporter's root
 (:mod:`garmexport.pipeline.jvm_takeover`), with a progress line per partition. Exit 0; 1 when ``set`` refuses a move (then
 nothing is written for any partition); 2 on a usage error.
 
-Broker reads, correct on both tansu and real Kafka:
-
-- **End of a partition** (:func:`read_ends`): a queried high watermark is exact on Kafka but,
-  on tansu, only the base offset of the last batch + 1, so it is used as a lower bound only.
-  An assigned consumer (no group) reads from one below it to partition EOF: one record on
-  Kafka, the last batch on tansu. The end is the largest of last consumed offset + 1, the
-  EOF position and the watermark that came with the fetch (``cached=True``), which are right
-  on both (and count trailing transaction markers on Kafka).
-- **Offset of a time** (:class:`RecordProbe`): ``offsets_for_times`` first; tansu answers 0
-  whatever the time, so the answer is only a hint that
-  :func:`garmexport.tools.offsets_set.first_offset_at_or_after` checks against the records around
-  it, falling back to a binary search that fetches one record per step. Tested here against
-  tansu (the fallback) and with a fake broker in unit tests (the hint check); the path
-  where a real Kafka's answer is accepted has not run against a real Kafka.
+Broker reads (the end of a partition, the offset of a time) are
+:mod:`garmexport.kafka.record_probe`'s, correct on both tansu and real Kafka.
 """
 
 from __future__ import annotations
@@ -34,14 +22,11 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Mapping
-
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.cli.arg_types import epoch_ms, non_negative_int, positive_float
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError, ConfigError
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.record_probe import RecordProbe, read_ends
 
 _RECENT_MARKER_MS = 60_000
 
@@ -76,87 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="set: allow moving back over committed data, or past the end")
     parser.add_argument("--dry-run", action="store_true", help="set: print, write nothing")
-
-
-def _consumer(settings: Mapping[str, object]) -> Consumer:
-    conf = {k: v for k, v in settings.items() if k not in ("group.id", "partition.assignment.strategy")}
-    return Consumer({**conf, "group.id": f"garmexport-offsets-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.commit": False, "enable.partition.eof": True,
-                     **client_log_settings()})
-
-
-def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],
-              timeout_s: float) -> dict[int, tuple[int, int]]:
-    """(log start, end offset = last offset + 1) per partition (see the module docstring).
-    Raises BrokerError on a broker error or when EOF is not reached within ``timeout_s``."""
-    consumer = _consumer(settings)
-    try:
-        lows, start = {}, []
-        for p in partitions:
-            low, queried = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-            lows[p] = max(low, 0)
-            start.append(TopicPartition(topic, p, max(lows[p], queried - 1)))
-        ends = {tp.partition: tp.offset for tp in start}
-        consumer.assign(start)
-        pending, deadline = set(partitions), time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise BrokerError(f"partitions {sorted(pending)} of {topic!r} did not reach EOF")
-            for m in consumer.consume(1000, 0.2):
-                err, p = m.error(), m.partition()
-                if err is not None and err.code() != KafkaError._PARTITION_EOF:
-                    raise BrokerError(f"reading the end of {topic!r}: {err}")
-                ends[p] = max(ends[p], m.offset() + (0 if err is not None else 1))
-                if err is not None:
-                    _, cached = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
-                    ends[p] = max(ends[p], cached)
-                    pending.discard(p)
-        return {p: (lows[p], ends[p]) for p in partitions}
-    except KafkaException as exc:
-        raise BrokerError(f"reading the end of {topic!r}: {exc}") from None
-    finally:
-        consumer.close()
-
-
-class RecordProbe:
-    """Single-record fetches and timestamp lookups on one topic (one assigned consumer)."""
-
-    def __init__(self, settings: Mapping[str, object], topic: str, timeout_s: float) -> None:
-        self.topic, self.timeout_s = topic, timeout_s
-        self.consumer = _consumer(settings)
-
-    def at(self, partition: int, offset: int) -> tuple[int, int] | None:
-        """(offset, Kafka timestamp ms) of the first record at or after ``offset``; None at
-        the end of the partition. Raises BrokerError."""
-        self.consumer.assign([TopicPartition(self.topic, partition, offset)])
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            m = self.consumer.poll(0.5)
-            if m is None or m.partition() != partition:
-                continue
-            err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    return None
-                raise BrokerError(f"fetching {self.topic}[{partition}]@{offset}: {err}")
-            if m.offset() >= offset:  # anything older is from a previous assignment
-                return m.offset(), m.timestamp()[1]
-        raise BrokerError(f"no record nor EOF at {self.topic}[{partition}]@{offset} "
-                          f"within {self.timeout_s} s")
-
-    def offsets_for_times(self, partition: int, timestamp_ms: int, end: int) -> int | None:
-        """The broker's answer (``end`` for "no such record"), or None if it gave none."""
-        try:
-            [tp] = self.consumer.offsets_for_times(
-                [TopicPartition(self.topic, partition, timestamp_ms)], timeout=self.timeout_s)
-        except KafkaException:
-            return None
-        if tp.error is not None:
-            return None
-        return end if tp.offset < 0 else tp.offset
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def _partitions(args: argparse.Namespace, config: Config, storage) -> list[int]:
