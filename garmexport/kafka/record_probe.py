@@ -26,14 +26,11 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.errors import BrokerError
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.partition_end import assigned_consumer, read_to_end
 
 
 def _consumer(settings: Mapping[str, object]) -> Consumer:
-    conf = {k: v for k, v in settings.items() if k not in ("group.id", "partition.assignment.strategy")}
-    return Consumer({**conf, "group.id": f"garmexport-offsets-{uuid.uuid4().hex[:8]}",
-                     "enable.auto.commit": False, "enable.partition.eof": True,
-                     **client_log_settings()})
+    return assigned_consumer(settings, f"garmexport-offsets-{uuid.uuid4().hex[:8]}")
 
 
 def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],
@@ -42,27 +39,19 @@ def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],
     Raises BrokerError on a broker error or when EOF is not reached within ``timeout_s``."""
     consumer = _consumer(settings)
     try:
-        lows, start = {}, []
+        lows, starts = {}, {}
         for p in partitions:
             low, queried = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
             lows[p] = max(low, 0)
-            start.append(TopicPartition(topic, p, max(lows[p], queried - 1)))
-        ends = {tp.partition: tp.offset for tp in start}
-        consumer.assign(start)
-        pending, deadline = set(partitions), time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise BrokerError(f"partitions {sorted(pending)} of {topic!r} did not reach EOF")
-            for m in consumer.consume(1000, 0.2):
-                err, p = m.error(), m.partition()
-                if err is not None and err.code() != KafkaError._PARTITION_EOF:
-                    raise BrokerError(f"reading the end of {topic!r}: {err}")
-                ends[p] = max(ends[p], m.offset() + (0 if err is not None else 1))
-                if err is not None:
-                    _, cached = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
-                    ends[p] = max(ends[p], cached)
-                    pending.discard(p)
-        return {p: (lows[p], ends[p]) for p in partitions}
+            starts[p] = max(lows[p], queried - 1)
+        cached: dict[int, int] = {}
+
+        def at_eof(p: int) -> None:
+            cached[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
+
+        reached = read_to_end(consumer, topic, starts, timeout_s, on_eof=at_eof)
+        return {p: (lows[p], max(reached[p].next_offset, reached[p].eof_offset, cached[p]))
+                for p in partitions}
     except KafkaException as exc:
         raise BrokerError(f"reading the end of {topic!r}: {exc}") from None
     finally:

@@ -1,18 +1,14 @@
-"""Reading a whole topic from the broker, to its end, for verify and the offsets tools.
-
-The end of a partition is the partition EOF event of an assigned consumer (no group, no
-committed offsets), not a queried high watermark: that query is wrong on some brokers
-after multi-record batches. Records are handed over in chunks so memory stays bounded.
-"""
+"""Reading a whole topic from the broker, to its end, for verify and the offsets tools,
+through :func:`garmexport.kafka.partition_end.read_to_end` (where "the end" is said)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 
 from garmexport.errors import BrokerError
+from garmexport.kafka.partition_end import assigned_consumer, read_to_end
 from garmexport.kafka.signals import client_log_settings
 
 #: How long the first metadata request may wait: a broker that is up answers in
@@ -49,33 +45,13 @@ def scan(
     chunk: int = 10_000,
 ) -> dict[int, int]:
     """Feed every record of ``topic`` to ``on_records(partition, records)``; return the
-    end offset (last offset + 1, or 0 when empty) reached in each partition."""
+    end offset (last offset + 1, or 0 when empty) reached in each partition. A partition
+    written to while it is read is read on to its new end."""
     parts = partitions_of(settings, topic)
-    conf = {k: v for k, v in settings.items() if k not in ("group.id", "partition.assignment.strategy")}
-    consumer = Consumer({**conf, "group.id": "garmexport-scan", "enable.auto.commit": False,
-                         "enable.partition.eof": True, **client_log_settings()})
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-    ends = {p: 0 for p in parts}
-    pending = set(parts)
-    deadline = time.monotonic() + timeout_s
+    consumer = assigned_consumer(settings, "garmexport-scan")
     try:
-        while pending:
-            if time.monotonic() > deadline:
-                raise BrokerError(f"scan of {topic!r} did not reach the end of partitions "
-                                  f"{sorted(pending)} within {timeout_s:.0f} s")
-            by_part: dict[int, list] = {}
-            for msg in consumer.consume(chunk, 1.0):
-                err = msg.error()
-                if err is None:
-                    by_part.setdefault(msg.partition(), []).append(msg)
-                    pending.add(msg.partition())
-                elif err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(msg.partition())  # EOF follows its partition's records
-                else:
-                    raise BrokerError(f"reading {topic!r}: {err}")
-            for p, records in by_part.items():
-                ends[p] = records[-1].offset() + 1
-                on_records(p, records)
+        reached = read_to_end(consumer, topic, {p: OFFSET_BEGINNING for p in parts}, timeout_s,
+                              on_records, chunk=chunk, poll_s=1.0, follow=True)
     finally:
         consumer.close()
-    return ends
+    return {p: r.next_offset for p, r in reached.items()}
