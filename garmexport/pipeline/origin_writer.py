@@ -97,15 +97,14 @@ class OriginWriter:
     def handle(self, msg: WriterMessage) -> WriterReport | None:
         """Act on one message from the reader; return the report to send back, if any.
 
-        ResetWriter starts a new epoch. Any other message of another epoch is ignored: it
-        was sent before a reset, and its records are read again from the new state.
-        DropOpen forgets every open file and takes nothing more until the next reset.
+        ResetWriter starts a new epoch; DropOpen forgets every open file. Which messages
+        reach a writer is the writer actor's gate's rule, applied there once
+        (:mod:`garmexport.pipeline.writer_gate`: none of a past epoch, none after a
+        DropOpen until the next reset); this method runs what it is given.
         """
         if isinstance(msg, ResetWriter):
             state = OriginState(msg.low, {(kind, day): off for kind, day, off in msg.last})
             self.reset(msg.epoch, state, msg.low)
-            return None
-        if msg.epoch != self.epoch:
             return None
         if isinstance(msg, Batch):
             return self.handle_batch(msg)

@@ -6,17 +6,16 @@ over (``DropOpen``: the partition was revoked or fenced). The writer actor decid
 :class:`WriterGate` what work enters its lane (:mod:`garmexport.pipeline.work_lanes`):
 
 - a message of an epoch other than the writer's current one is void and never queued: its
-  records are read again by whoever owns the partition in a later epoch
-  (``OriginWriter.handle`` would ignore it too; the gate spares it a worker's turn);
+  records are read again by whoever owns the partition in a later epoch;
 - a ``DropOpen`` of the current epoch voids the work still waiting in the lane (it has not
   started: running it would only publish files of a forgotten epoch, which fencing then
   refuses) and ends the epoch; the ``DropOpen`` itself is queued, so the writer forgets
   what it has open;
 - everything else is queued, in the order it came.
 
-The gate follows the epoch exactly as ``OriginWriter.handle`` does, message by message, so
-what the writer runs is what it would have run from an unfiltered lane, minus void work.
-Pure: no threads, no actors.
+This is the one place the epoch rule lives: ``OriginWriter.handle`` runs whatever its lane
+gives it, and the pipeline tests' harness passes the reader's messages through a gate per
+writer, as the writer actor does. Pure: no threads, no actors.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.reader import Reader
+from garmexport.pipeline.writer_gate import Admit, WriterGate
 from garmexport.storage.base import Storage
 
 
@@ -81,6 +82,7 @@ class Owner:
         self.port = FakePort()
         self.queue: deque[tuple[str, int, WriterMessage]] = deque()
         self.writers: dict[tuple[str, int], OriginWriter] = {}
+        self.gates: dict[tuple[str, int], WriterGate] = {}
         self.fenced = 0
         st = config.storage  # one back-off per store in a process, as exporter_parts wires it
         self.backoff = Backoff(st.retry_initial_s, st.retry_max_s)
@@ -103,6 +105,11 @@ class Owner:
             if w is None:
                 w = self.writers[(origin, p)] = OriginWriter(
                     self.config, self.storage, origin, p, self.clock, self.backoff)
+                self.gates[(origin, p)] = WriterGate()
+            # the writer actor's gate (nothing waits in a lane here: delivery is in order,
+            # one message at a time, so a DropOpen has no waiting work to cancel)
+            if self.gates[(origin, p)].admit(msg) is Admit.SKIP:
+                continue
             report = w.handle(msg)
             if report is not None:
                 if report.fenced_path is not None:
