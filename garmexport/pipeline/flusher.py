@@ -39,7 +39,7 @@ class Flusher:
 
     def _ensure_writer(self, a: Assigned, origin: str, p: int) -> None:
         if a.writer_started(origin):
-            self._send(origin, p, ResetWriter(a.epoch, a.lows.get(origin, -1), a.state_last.get(origin, ())))
+            self._send(origin, p, ResetWriter(a.epoch, a.states[origin]))
 
     def send_pending(self, partition: int, a: Assigned, now: float, force: bool = False) -> None:
         """Hand gathered records to their writers once a batch is large or old enough.

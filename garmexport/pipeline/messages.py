@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from garmexport.protocol.naming import IntentName
+from garmexport.protocol.resume import OriginState
 from garmexport.settings.config import Config
 from garmexport.errors import ConfigError, GarmexportError
 
@@ -89,11 +90,11 @@ class StartReader:
 # reader -> writer (StartWriter, which carries live parts, is in pipeline.writer_site)
 @dataclass(frozen=True)
 class ResetWriter:
-    """(Re)start the writer at a resume state; batches of older epochs are ignored."""
+    """(Re)start the writer at its slice of the partition's resume state (its W and its
+    chains' last published offsets), as recovery read it; batches of older epochs are void."""
 
     epoch: int
-    low: int
-    last: tuple[tuple[str, str, int], ...]  # (kind, day, last published offset)
+    state: OriginState
 
 
 @dataclass(frozen=True, eq=False)

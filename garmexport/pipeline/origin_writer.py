@@ -103,8 +103,7 @@ class OriginWriter:
         DropOpen until the next reset); this method runs what it is given.
         """
         if isinstance(msg, ResetWriter):
-            state = OriginState(msg.low, {(kind, day): off for kind, day, off in msg.last})
-            self.reset(msg.epoch, state, msg.low)
+            self.reset(msg.epoch, msg.state, msg.state.low)
             return None
         if isinstance(msg, Batch):
             return self.handle_batch(msg)

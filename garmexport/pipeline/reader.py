@@ -135,12 +135,10 @@ class Reader:
         keeper = MarkerKeeper(1.0, self.cfg.protocol.heartbeat_interval_s,
                               markers=dict(rec.markers), intents=set(rec.intents),
                               keep=self.cfg.protocol.marker_keep)
-        lows = {o: rec.state.low_of(o) for o in ORIGINS}
-        state_last = {origin: tuple((c.kind, c.day, off) for c, off in rec.state.last.items()
-                                    if c.origin == origin) for origin in ORIGINS}
-        a = Assigned(self._epoch, ledger, lows, keeper,
+        states = {o: rec.state.for_origin(o) for o in ORIGINS}
+        a = Assigned(self._epoch, ledger, {o: s.low for o, s in states.items()}, keeper,
                      PositionTimes.start(rec.markers.values(), self._wall_ms()),
-                     state_last=state_last)
+                     states=states)
         log_event(log, "partition_recovered", level=logging.DEBUG, partition=p, seek=seek,
                   epoch=self._epoch, markers=len(rec.markers), intents=len(rec.intents),
                   chains=len(rec.state.last))

@@ -19,7 +19,7 @@ from garmexport.observe.lag_time import PositionTimes
 from garmexport.protocol.ledger import PartitionLedger
 from garmexport.protocol.marker_keeper import MarkerKeeper
 from garmexport.protocol.naming import IntentName, MarkerName
-from garmexport.protocol.resume import Chain, Marker
+from garmexport.protocol.resume import Chain, Marker, OriginState
 from garmexport.pipeline.router import OriginBatch
 
 
@@ -73,8 +73,8 @@ class Assigned:
     last_record_s: float = 0.0
     #: records routed since the last idle flush: only a burst (a catch-up) ends in one
     burst: int = 0
-    #: per origin, the (kind, day, last published offset) its writer's reset starts from
-    state_last: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
+    #: per origin, the resume state its writer's reset starts from
+    states: dict[str, OriginState] = field(default_factory=dict)
 
     def took_records(self, count: int, now: float, first: tuple[int, int],
                      last: tuple[int, int]) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 from thespian.actors import ActorSystem
 
 from garmexport.actors.writer_actor import WriterActor
+from garmexport.protocol.resume import OriginState
 from garmexport.pipeline.messages import Batch, DropOpen, ResetWriter, WriterMessage
 from garmexport.pipeline.work_lanes import Handler, Lane, SharedBackoff, WorkPool
 from garmexport.pipeline.writer_site import StartWriter, WriterSite
@@ -58,10 +59,10 @@ def test_only_work_of_the_current_epoch_enters_the_lane(tmp_path) -> None:  # no
     try:
         writer = asys.createActor(WriterActor)
         asys.tell(writer, StartWriter(cfg, "t", FRAME_ORIGIN, 0, None, site))
-        asys.tell(writer, ResetWriter(1, -1, ()))
+        asys.tell(writer, ResetWriter(1, OriginState(-1, {})))
         asys.tell(writer, DropOpen(1))
         asys.tell(writer, bad_batch(1, 0))  # sent before the reader saw the drop: void
-        asys.tell(writer, ResetWriter(2, -1, ()))
+        asys.tell(writer, ResetWriter(2, OriginState(-1, {})))
         asys.tell(writer, bad_batch(2, 0))
         got = reports(pool, 1)
         time.sleep(0.05)

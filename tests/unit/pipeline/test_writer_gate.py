@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from garmexport.protocol.resume import OriginState
 from garmexport.pipeline.messages import Batch, DropOpen, FlushOpen, ResetWriter, Tick
 from garmexport.pipeline.writer_gate import Admit, WriterGate
 
@@ -17,14 +18,14 @@ def test_nothing_but_a_reset_is_work_before_the_first_reset() -> None:
     gate = WriterGate()
     assert gate.admit(batch(1)) is Admit.SKIP
     assert gate.admit(Tick(1)) is Admit.SKIP
-    assert gate.admit(ResetWriter(1, -1, ())) is Admit.QUEUE
+    assert gate.admit(ResetWriter(1, OriginState(-1, {}))) is Admit.QUEUE
     assert gate.admit(batch(1)) is Admit.QUEUE
 
 
 def test_messages_of_a_past_epoch_are_void() -> None:
     gate = WriterGate()
-    gate.admit(ResetWriter(1, -1, ()))
-    gate.admit(ResetWriter(2, 10, ()))
+    gate.admit(ResetWriter(1, OriginState(-1, {})))
+    gate.admit(ResetWriter(2, OriginState(10, {})))
     assert [gate.admit(m) for m in (batch(1), Tick(1), FlushOpen(1), DropOpen(1))] == [
         Admit.SKIP] * 4
     assert gate.epoch == 2
@@ -33,12 +34,12 @@ def test_messages_of_a_past_epoch_are_void() -> None:
 
 def test_a_drop_cancels_the_waiting_work_and_ends_the_epoch() -> None:
     gate = WriterGate()
-    gate.admit(ResetWriter(3, -1, ()))
+    gate.admit(ResetWriter(3, OriginState(-1, {})))
     assert gate.admit(DropOpen(3)) is Admit.CANCEL_WAITING
     assert gate.epoch == -1
     assert gate.admit(batch(3)) is Admit.SKIP  # sent before the drop reached the writer
     assert gate.admit(DropOpen(3)) is Admit.SKIP  # nothing of the epoch is left to drop
-    assert gate.admit(ResetWriter(4, 7, ())) is Admit.QUEUE
+    assert gate.admit(ResetWriter(4, OriginState(7, {}))) is Admit.QUEUE
 
 
 def _ignored_by_writer(epoch: int, msg: object) -> tuple[bool, int]:
@@ -56,7 +57,7 @@ MESSAGES = st.tuples(st.sampled_from(["reset", "batch", "tick", "flush", "drop"]
 
 @given(st.lists(MESSAGES, max_size=40))
 def test_the_gate_skips_exactly_what_the_writer_would_ignore(seq: list) -> None:
-    make = {"reset": lambda e: ResetWriter(e, -1, ()), "batch": batch, "tick": Tick,
+    make = {"reset": lambda e: ResetWriter(e, OriginState(-1, {})), "batch": batch, "tick": Tick,
             "flush": FlushOpen, "drop": DropOpen}
     gate, epoch = WriterGate(), -1
     for kind, e in seq:
