@@ -16,7 +16,8 @@ Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the
 
 Both health answers carry a small JSON body ``{"ok": bool, "reasons": [..]}`` naming what
 is wrong; readiness adds ``"detail": {name: note}`` for what is behind without making it
-fail (``hive``: partition registration failing). Invariants: :class:`Health` reads no clock (callers pass ``now`` in monotonic
+fail (``hive``: partition registration failing; ``partitions``: the partitions this
+process holds, which a supervisor names when the process stops answering). Invariants: :class:`Health` reads no clock (callers pass ``now`` in monotonic
 seconds; only the server reads ``clock`` when a request arrives), and its flags are
 written by the exporter thread and read by server threads under one lock.
 """

@@ -1,12 +1,15 @@
-"""Every message the actors exchange: frozen dataclasses with primitive fields.
+"""Every message the actors exchange: frozen dataclasses that pickle.
 
-They hold only primitive values and pickle, as thespian requires of messages (the
-in-process base passes them by reference, which would hide a message that does not
-pickle). Two start messages are exceptions, named where they are: they hand an actor live
-parts of its process once, typed (the subscribed Kafka source, the forced stop's snapshot). A
-writer's start, which hands it the store, back-off and pool every writer shares, is
-``StartWriter`` in :mod:`garmexport.pipeline.writer_site`, with the typed parts it carries.
-A batch of records is one message; no message carries one event. Errors travel as traceback text, never as exception objects.
+They hold plain values (numbers, strings, tuples), numpy arrays (a batch's offsets, Kafka
+times and days) and small frozen values of the protocol (a writer's ``OriginState``), all
+of which pickle, as thespian requires of messages (the in-process base passes them by
+reference, which would hide a message that does not pickle). Two start messages are
+exceptions, named where they are: they hand an actor live parts of its process once, typed
+(the subscribed Kafka source, the forced stop's snapshot). A writer's start, which hands it
+the store, back-off and pool every writer shares, is ``StartWriter`` in
+:mod:`garmexport.pipeline.writer_site`, with the typed parts it carries. A batch of records
+is one message; no message carries one event. Errors travel as traceback text, never as
+exception objects.
 """
 
 from __future__ import annotations

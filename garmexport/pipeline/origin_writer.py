@@ -1,6 +1,8 @@
 """The writer of one origin in one partition: decode, skip, buffer per chain, publish.
 
-The writer actor is a thin shell around this class. Per batch: decode the frames of the
+A worker thread runs it, one message at a time, from the lane its writer actor owns
+(:mod:`garmexport.actors.writer_actor`, which also decides which messages reach it). Per
+batch: decode the frames of the
 origin's type in one go (native decoder), send records that fail to decode or were routed
 as bad to the quarantine chain of the Kafka day, drop what the resume state says is
 already published, and append the rest to the open file of its (kind, day) chain. Files

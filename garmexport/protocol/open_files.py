@@ -9,8 +9,8 @@ Invariants this module keeps (DESIGN.md 4.1):
 - an event at or below its chain's skip bound (W of the origin at assignment, or the
   chain's last published offset) is already published and must not be written again.
 
-The buffered pieces are opaque to this module (Arrow tables in practice): the actor shell
-decodes, slices and serialises them.
+The buffered pieces are opaque to this module (Arrow tables in practice): the writer
+(:mod:`garmexport.pipeline.origin_writer`) decodes, slices and serialises them.
 """
 
 from __future__ import annotations
