@@ -26,6 +26,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from garmexport.process.usable_cpus import usable_cpus
+from tests.disk_faults import frozen, require_immutable
 from tests.integration.harness import (
     Exporter, assert_exact, committed_upto, exporter_env, exporter_runs, foreign_visible_files,
     produce, produce_in_background, topic_ends, wait_caught_up,
@@ -162,18 +163,23 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
 def test_a_second_signal_stops_the_instance_at_once_with_its_code(
         broker, tmp_path: Path, signum: int, code: int) -> None:
     with exporter_runs() as runs:
+        require_immutable(tmp_path)
         run = two_reader_instance(broker, tmp_path, runs, f"twice-{code}", 5_000,
-                                  WRITER_MAX_FILE_AGE_S=60)
+                                  WRITER_MAX_FILE_AGE_S=100_000, WRITER_IDLE_FLUSH_S=100_000,
+                                  PROTOCOL_HEARTBEAT_INTERVAL_S=100_000)
         pids = reader_pids(run)
-        # both readers hold open files (max_file_age_s 60): a record of each partition read
+        # both readers hold open files: no age, idle or heartbeat flush, and a store that
+        # refuses every write, so that the clean stop the first signal starts cannot
+        # publish them before the second (as test_forced_stop does with one process)
         for partition in (0, 1):
             run.wait_event("first_record", timeout_s=60,
                            where=lambda d, p=partition: d["partition"] == p)
-        time.sleep(1.0)
-        run.process.send_signal(signum)
-        time.sleep(0.05)
-        run.process.send_signal(signum)
-        assert run.process.wait(timeout=30) == code, run.tail()
+        time.sleep(2.5)  # the writers have handled what was read: their files are open
+        with frozen(tmp_path / "out"):
+            run.process.send_signal(signum)
+            time.sleep(0.05)
+            run.process.send_signal(signum)
+            assert run.process.wait(timeout=30) == code, run.tail()
         wait_gone(list(pids.values()))
         # the last line says the stop was forced and what every reader left (issue 32,
         # item 2: it said "second signal" while the readers' own lines came after it, or
