@@ -1,5 +1,7 @@
-"""SIGTERM/SIGINT handling: the first asks for a clean stop, the second exits at once
-(143 after SIGTERM, 130 after SIGINT: 128 + the signal's number).
+"""Stop signals: the first asks for a clean stop, a second SIGTERM or SIGINT exits at once
+(143 after SIGTERM, 130 after SIGINT: 128 + the signal's number). SIGUSR1 and SIGUSR2 are
+the supervisor's clean stops for its readers (:data:`SIBLING_ENDED`,
+:data:`INSTANCE_STOPPING`): they ask for the stop and never count toward a forced one.
 
 The actors run in the main thread and thespian's ``listen`` does not return while work
 flows, so the reader polls :func:`requested` itself; when ``listen`` does return, the main
@@ -11,7 +13,7 @@ Before a forced exit (a second signal, or the stop still running past its deadli
 the last log line says the stop was forced and what it abandoned; a callback that fails
 does not hold up the exit.
 
-A reader process (``actors.parallelism`` > 1) is started with both signals blocked
+A reader process (``actors.parallelism`` > 1) is started with these signals blocked
 (:func:`blocked`, inherited across the exec) and calls :func:`record` once its arguments are
 read: a stop the supervisor forwards while the reader still imports is then a stop request
 it honours as soon as it runs, not the default action that killed it (exit 143, which the
@@ -78,8 +80,9 @@ def request() -> None:
 
 @contextmanager
 def blocked() -> Iterator[None]:
-    """SIGTERM and SIGINT held back (pending) in this thread while the block runs, and in
-    every process started meanwhile, which inherits the mask until :func:`record`."""
+    """The stop signals (SIGTERM, SIGINT and the supervisor's SIGUSR1 and SIGUSR2) held back
+    (pending) in this thread while the block runs, and in every process started meanwhile,
+    which inherits the mask until :func:`record`."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
     try:
         yield
@@ -88,9 +91,9 @@ def blocked() -> Iterator[None]:
 
 
 def record() -> None:
-    """Until :func:`install`: a first SIGTERM/SIGINT only asks for the stop, a second exits
-    at once with its code. Then unblocks both, so that one held back by :func:`blocked` is
-    delivered now."""
+    """Until :func:`install`: a first stop signal only asks for the stop, a second SIGTERM or
+    SIGINT exits at once with its code. Then unblocks them, so that one held back by
+    :func:`blocked` is delivered now."""
 
     def handle(signum: int, frame: object) -> None:
         if _second(signum):
@@ -105,7 +108,8 @@ def record() -> None:
 
 def install(hard_deadline_s: float,
             on_forced: Callable[[str, int], None] = lambda why, code: None) -> None:
-    """Handle SIGTERM and SIGINT; after the first, exit 1 if still alive past the deadline.
+    """Handle the stop signals; after the first, exit 1 if still alive past the deadline; on
+    a second SIGTERM or SIGINT, exit at once.
     ``on_forced(why, exit_code)`` runs just before a forced exit (in the signal handler, or
     in the deadline's timer thread)."""
 
