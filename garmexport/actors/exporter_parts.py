@@ -71,7 +71,7 @@ def assemble(
     cannot be bound, StorageError if the store cannot be opened."""
     registry = CollectorRegistry()
     metrics = Metrics.create(registry)
-    health = Health(live_timeout_s=max(MIN_LIVE_TIMEOUT_S, 10 * config.writer.poll_timeout_s),
+    health = Health(live_timeout_s=max(MIN_LIVE_TIMEOUT_S, 10 * config.source.poll_timeout_s),
                     metrics=metrics)
     health.tick(time.monotonic())
     server = _serve(config, registry, health)

@@ -138,10 +138,10 @@ class ReaderActor(ActorTypeDispatcher):
                 self.idle_wait = self.reader.flush_idle()
                 self.wakeupAfter(timedelta(0), POLL)
             return
-        timeout = poll_timeout_s(w.poll_timeout_s, self.idle_wait,
+        timeout = poll_timeout_s(self.cfg.source.poll_timeout_s, self.idle_wait,
                                  self.sent_to_writers or pool.busy)
         self.sent_to_writers = False
-        batches = source.poll(w.batch_max_records, timeout)
+        batches = source.poll(self.cfg.source.poll_max_records, timeout)
         kafka = (source.broker_problem, source.rejoining)
         if kafka != self.kafka_state:
             self.kafka_state = kafka

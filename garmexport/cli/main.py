@@ -173,6 +173,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"garmexport: configuration error: {e}", file=sys.stderr)
         return 2
     logs.configure(config.log.format, config.log.level, actor_level=config.log.actor_level)
+    for old, new, where in config.deprecated:
+        log_event(logging.getLogger(__name__), "config_key_renamed", level=logging.WARNING,
+                  old=old, new=new, where=where, effect=f"read as {new}; rename it")
     try:
         return int(_entry(args.command)(args, config))
     except KeyboardInterrupt:

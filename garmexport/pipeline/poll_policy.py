@@ -8,7 +8,7 @@ The reader actor polls on a wakeup loop; before each poll it asks these rules:
   flusher's rule), but the budget can only flush open files; what waits in lanes is bounded
   here, so a slow store or one busy writer cannot make them grow without bound. An eighth
   leaves most of the budget to what the writers buffer in open files.
-- **How long a poll waits** (:func:`poll_timeout_s`): at most ``writer.poll_timeout_s``; no
+- **How long a poll waits** (:func:`poll_timeout_s`): at most ``source.poll_timeout_s``; no
   longer than until a burst may end (so a catch-up is published when it ends); and only
   :data:`SHORT_POLL_S` while the writers have work (sent since the last poll, or still
   running), since their reports are taken only between polls: a long poll on a quiet topic
@@ -40,7 +40,7 @@ def lanes_full(queued_bytes: int, max_buffered_bytes: int) -> bool:
 
 
 def poll_timeout_s(configured_s: float, idle_wait_s: float | None, writers_busy: bool) -> float:
-    """The next poll's timeout: ``configured_s`` (``writer.poll_timeout_s``), no longer than
+    """The next poll's timeout: ``configured_s`` (``source.poll_timeout_s``), no longer than
     ``idle_wait_s`` (seconds until a burst may end, None: no burst under way; at least
     :data:`MIN_IDLE_WAIT_S`), and at most :data:`SHORT_POLL_S` while ``writers_busy``."""
     timeout = configured_s

@@ -74,6 +74,10 @@ class SourceConfig(_Section):
                        pattern=r".+")
     start: str = _f("earliest", "where a partition with no marker yet starts on the first run",
                     choices=("earliest", "latest"))
+    poll_max_records: int = _f(20_000, "records taken from Kafka per poll (was "
+                               "writer.batch_max_records)", min=1)
+    poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block (was "
+                               "writer.poll_timeout_s)", min=0)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -127,8 +131,6 @@ class WriterConfig(_Section):
     max_buffered_bytes: int = _f(128 * MiB, "memory for events held (open files, as they "
                                  "cost, and records gathered for the writers) before the "
                                  "oldest files are committed", min=1)
-    batch_max_records: int = _f(20_000, "records taken from Kafka per poll batch", min=1)
-    poll_timeout_s: float = _f(0.5, "seconds one Kafka poll may block", min=0)
     idle_flush_s: float = _f(0.25, "after a burst of at least decode_batch_records records, a "
                              "partition quiet for this long has its open files published "
                              "(0: only the age, row and size limits)",
@@ -360,6 +362,9 @@ class Config:
     log: LogConfig = dataclasses.field(default_factory=LogConfig)
     #: where the values came from, for humans: "defaults", a file, "environment"
     origin: tuple[str, ...] = dataclasses.field(default=("defaults",), compare=False)
+    #: old names that were read, each as (old key, new key, where): logged as warnings
+    deprecated: tuple[tuple[str, str, str], ...] = dataclasses.field(default=(),
+                                                                       compare=False)
 
     def consumer_settings(self) -> dict[str, object]:
         """A fresh librdkafka consumer dict: ``[kafka]`` plus ``group.id``. Contains secrets."""

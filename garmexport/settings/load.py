@@ -40,6 +40,13 @@ RETIRED = {
 }
 
 
+# Keys that moved: the old name is still read, with a warning naming the new one.
+RENAMED = {
+    ("writer", "batch_max_records"): ("source", "poll_max_records"),
+    ("writer", "poll_timeout_s"): ("source", "poll_timeout_s"),
+}
+
+
 def env_name(section: str, key: str) -> str:
     """The environment variable that overrides ``section.key``."""
     return f"{ENV_PREFIX}{section}_{key}".upper().replace(".", "_")
@@ -163,7 +170,8 @@ def _read_toml(path: str) -> dict[str, object]:
 
 
 def _apply_file(path: str, values: dict[str, dict[str, object]],
-                kafka: dict[str, object], kafka_where: dict[str, str]) -> None:
+                kafka: dict[str, object], kafka_where: dict[str, str],
+                deprecated: list[tuple[str, str, str]]) -> None:
     for section, body in _read_toml(path).items():
         if section != KAFKA and section not in SECTIONS:
             raise ConfigError(f"unknown section [{section}] in {path}"
@@ -174,11 +182,15 @@ def _apply_file(path: str, values: dict[str, dict[str, object]],
             for k, v in _flatten(body):
                 kafka[k], kafka_where[k] = _kafka_value(k, v, path), path
             continue
-        fields = _fields(section)
-        for key, value in body.items():
-            name = f"{section}.{key}"
-            if (section, key) in RETIRED:
-                raise _error(name, value, path, RETIRED[section, key])
+        for old_key, value in body.items():
+            if (section, old_key) in RETIRED:
+                raise _error(f"{section}.{old_key}", value, path, RETIRED[section, old_key])
+            where, key = section, old_key
+            if (section, old_key) in RENAMED:
+                where, key = RENAMED[section, old_key]
+                deprecated.append((f"{section}.{old_key}", f"{where}.{key}", path))
+            fields = _fields(where)
+            name = f"{where}.{key}"
             if key not in fields:
                 raise _error(name, value, path, "unknown key" + _did_you_mean(key, [*fields]))
             field, kind = fields[key]
@@ -186,13 +198,15 @@ def _apply_file(path: str, values: dict[str, dict[str, object]],
                 typed = _from_toml(kind, value)
             except TypeError as e:
                 raise _error(name, value, path, str(e)) from None
-            values[section][key] = _check(field, name, typed, path, raw=value)
+            values[where][key] = _check(field, name, typed, path, raw=value)
 
 
 def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
-               kafka: dict[str, object], kafka_where: dict[str, str]) -> bool:
+               kafka: dict[str, object], kafka_where: dict[str, str],
+               deprecated: list[tuple[str, str, str]]) -> bool:
     """Apply every ``GARMEXPORT_*`` variable; True if any was a config key."""
     known = {env_name(s, k): (s, k) for s in SECTIONS for k in _fields(s)}
+    renamed = {env_name(*old): new for old, new in RENAMED.items()}
     retired = {env_name(s, k): why for (s, k), why in RETIRED.items()}
     used = False
     for var in sorted(env):
@@ -205,8 +219,10 @@ def _apply_env(env: Mapping[str, str], values: dict[str, dict[str, object]],
             kafka[key], kafka_where[key] = _kafka_value(key, text, where), where
         elif var in retired:
             raise ConfigError(f"{where}: {retired[var]}")
-        elif var in known:
-            section, key = known[var]
+        elif var in known or var in renamed:
+            section, key = known[var] if var in known else renamed[var]
+            if var in renamed:
+                deprecated.append((var, env_name(section, key), "environment"))
             field, kind = _fields(section)[key]
             try:
                 typed = _from_env(kind, text)
@@ -232,10 +248,11 @@ def load_config(path: str | None, env: Mapping[str, str]) -> Config:
     kafka = dict(DEFAULT_KAFKA)
     kafka_where = {key: "defaults" for key in kafka}
     origin = ["defaults"]
+    deprecated: list[tuple[str, str, str]] = []
     if path is not None:
-        _apply_file(path, values, kafka, kafka_where)
+        _apply_file(path, values, kafka, kafka_where, deprecated)
         origin.append(path)
-    if _apply_env(env, values, kafka, kafka_where):
+    if _apply_env(env, values, kafka, kafka_where, deprecated):
         origin.append("environment")
     sections = {name: SECTIONS[name](**given) for name, given in values.items()}
     out = sections["output"]
@@ -243,7 +260,8 @@ def load_config(path: str | None, env: Mapping[str, str]) -> Config:
         raise ConfigError(f"output.hdfs_kerberos_keytab = {out.hdfs_kerberos_keytab!r} needs "
                           f"output.hdfs_kerberos_principal, the principal whose key it holds "
                           f"(from {' and '.join(origin[1:])})")
-    config = Config(kafka=KafkaSettings(kafka), origin=tuple(origin), **sections)
+    config = Config(kafka=KafkaSettings(kafka), origin=tuple(origin),
+                    deprecated=tuple(deprecated), **sections)
     check_kafka_settings(config.consumer_settings(), kafka_where,
                          lambda key: env_name(KAFKA, key))
     return config
@@ -272,7 +290,7 @@ def describe(config: Config) -> str:
     whose 0 is resolved at run time carries, as a comment, what it resolves to here."""
     lines = ["# effective garmexport configuration, from " + " < ".join(config.origin)]
     for f in dataclasses.fields(config):
-        if f.name == "origin":
+        if f.name in ("origin", "deprecated"):
             continue
         lines.append(f"\n[{f.name}]")
         if f.name == KAFKA:

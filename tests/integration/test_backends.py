@@ -130,7 +130,7 @@ def test_exactly_once_across_sigkills_on_a_backend_configured_from_the_environme
     env = exporter_env(broker.bootstrap, topic, target.root, WRITER_MAX_FILE_AGE_S=1,
                        PROTOCOL_HEARTBEAT_INTERVAL_S=1, KAFKA_SESSION_TIMEOUT_MS=2000,
                        # small polls slow the export down so that the kills hit it at work
-                       WRITER_BATCH_MAX_RECORDS=500)
+                       SOURCE_POLL_MAX_RECORDS=500)
     env = {**{k: v for k, v in env.items() if not k.startswith("AWS_")}, **target.env}
     runs: list[Exporter] = []
     producer.start()

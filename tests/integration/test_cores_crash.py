@@ -44,7 +44,7 @@ def test_every_record_once_when_killed_with_work_in_lanes_workers_and_encodes(
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_CORES=3,
                        WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1,
                        # small batches and files: many messages in the lanes, many encodes
-                       WRITER_BATCH_MAX_RECORDS=2000, WRITER_DECODE_BATCH_RECORDS=300,
+                       SOURCE_POLL_MAX_RECORDS=2000, WRITER_DECODE_BATCH_RECORDS=300,
                        WRITER_MAX_FILE_ROWS=900, KAFKA_SESSION_TIMEOUT_MS=2000)
     with exporter_runs() as runs:
         def start(name: str, crash: str | None = None) -> Exporter:

@@ -41,7 +41,7 @@ def test_every_record_lands_exactly_once_across_sigkills_at_chosen_and_random_po
                        # small polls and decode batches slow the export down (300k records
                        # took 6 s with decode batches of 8192, 12 s with 100) so that the
                        # kills hit it at work, and make more files, so more steps to land in
-                       WRITER_BATCH_MAX_RECORDS=500, WRITER_DECODE_BATCH_RECORDS=100,
+                       SOURCE_POLL_MAX_RECORDS=500, WRITER_DECODE_BATCH_RECORDS=100,
                        KAFKA_SESSION_TIMEOUT_MS=2000)
     with exporter_runs() as runs:
         def start(name: str, crash: str | None = None) -> Exporter:

@@ -98,7 +98,7 @@ def test_every_record_is_in_one_data_row_across_jvm_and_garmexport_files_after_k
     assert sum(ends.values()) == JVM_ERA + GARMEXPORT_ERA
 
     env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_AGE_S=1,
-                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, WRITER_BATCH_MAX_RECORDS=300,
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, SOURCE_POLL_MAX_RECORDS=300,
                        WRITER_DECODE_BATCH_RECORDS=100, KAFKA_SESSION_TIMEOUT_MS=2000)
     with exporter_runs() as runs:
         offsets = subprocess.run([PYTHON, "-m", "garmexport", "offsets", "--json"], env=env,
@@ -152,7 +152,7 @@ def test_the_offsets_step_takes_over_outside_the_group_and_the_exporters_read_on
     produce(broker.bootstrap, topic, 6_000, partitions=3, seed=11, days=2, late_share=0.1)
     ends = topic_ends(broker.bootstrap, topic)
     env = exporter_env(broker.bootstrap, topic, str(root), WRITER_MAX_FILE_AGE_S=1,
-                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, WRITER_BATCH_MAX_RECORDS=300)
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, SOURCE_POLL_MAX_RECORDS=300)
 
     def offsets(*args: str) -> subprocess.CompletedProcess:
         done = subprocess.run([PYTHON, "-m", "garmexport", "offsets", *args], env=env, cwd=ROOT,

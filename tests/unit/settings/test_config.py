@@ -256,3 +256,29 @@ def test_every_kind_of_refused_kafka_value_is_a_config_error(var, text, problem)
     with pytest.raises(ConfigError) as caught:
         load_config(None, {var: text})
     assert var in str(caught.value) and problem in str(caught.value), str(caught.value)
+
+
+def test_a_renamed_key_is_still_read_under_its_new_name_and_said(tmp_path):
+    path = write(tmp_path, "[writer]\nbatch_max_records = 700\npoll_timeout_s = 0.2\n")
+    config = load_config(path, {"GARMEXPORT_WRITER_POLL_TIMEOUT_S": "0.3"})
+    assert config.source.poll_max_records == 700
+    assert config.source.poll_timeout_s == 0.3  # the environment wins, as for any key
+    assert not hasattr(config.writer, "batch_max_records")
+    assert config.deprecated == (
+        ("writer.batch_max_records", "source.poll_max_records", path),
+        ("writer.poll_timeout_s", "source.poll_timeout_s", path),
+        ("GARMEXPORT_WRITER_POLL_TIMEOUT_S", "GARMEXPORT_SOURCE_POLL_TIMEOUT_S", "environment"))
+    # a bad value under the old name is named by the new key, with where it was set
+    with pytest.raises(ConfigError, match=r"source\.poll_max_records = 0 .*garmexport\.toml"):
+        load_config(write(tmp_path, "[writer]\nbatch_max_records = 0\n"), {})
+    assert load_config(None, {}).deprecated == ()
+
+
+def test_a_renamed_key_is_one_warning_line_naming_both_names(tmp_path, capsys):
+    from garmexport.cli.main import main
+
+    path = write(tmp_path, "[writer]\nbatch_max_records = 700\n[log]\nformat = \"json\"\n")
+    assert main(["config", "--config", path]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "config_key_renamed" in line]
+    assert len(said) == 1 and '"old": "writer.batch_max_records"' in said[0], said
+    assert '"new": "source.poll_max_records"' in said[0] and '"level": "WARNING"' in said[0]
