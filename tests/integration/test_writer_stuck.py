@@ -14,6 +14,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.integration.harness import (
     Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
 )
@@ -27,17 +29,22 @@ def _live(run: Exporter) -> tuple[int, dict]:
     return code, json.loads(body)
 
 
-def test_a_writer_stuck_in_a_store_call_fails_liveness_and_recovers(broker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_a_writer_stuck_in_a_store_call_fails_liveness_and_recovers(
+        broker, tmp_path: Path, parallelism: int) -> None:
+    """The same with one process and with an instance of two readers (the default path),
+    whose supervisor's liveness folds its readers' and names the stuck one."""
     topic = broker.new_topic(partitions=2)
     server = WebHdfsServer(str(tmp_path / "hdfs")).start()
     root = f"webhdfs://127.0.0.1:{server.server_address[1]}/out"
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1,
-                       OUTPUT_HDFS_TIMEOUT_S=300, ACTORS_CORES=2)
+                       OUTPUT_HDFS_TIMEOUT_S=300, ACTORS_CORES=2,
+                       ACTORS_PARALLELISM=parallelism)
     produce(broker.bootstrap, topic, 5_000, partitions=2, seed=3, days=1)
     ends = topic_ends(broker.bootstrap, topic)
-    run = Exporter(env, tmp_path, "exporter")
+    run = Exporter(env, tmp_path, f"exporter-{parallelism}")
     try:
-        run.wait_event("assigned", timeout_s=60)
+        run.wait_event("assigned", timeout_s=60, count=parallelism)
         assert _live(run)[0] == 200
         with server.faults.lock:
             # publishing a data or quarantine file renames it into place: those hang,
@@ -57,6 +64,8 @@ def test_a_writer_stuck_in_a_store_call_fails_liveness_and_recovers(broker, tmp_
         assert code == 503, answers
         assert stuck_for >= LIVE_TIMEOUT_S - 1, answers  # not before the timeout
         assert any("writer" in r for r in body["reasons"]), body
+        if parallelism > 1:  # the fold names the reader whose writer is stuck
+            assert all(r.startswith(("r0: ", "r1: ")) for r in body["reasons"]), body
 
         server.faults.released.set()
         with server.faults.lock:
