@@ -192,7 +192,7 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
 def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunContext,
          started: float) -> Summary:
     summary = Summary()
-    recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock)
+    recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock, ctx.crash)
     summary.rolled_forward, summary.rolled_back = recovered.rolled_forward, recovered.rolled_back
     ctx.waiting.extend(recovered.waiting)
     held = {(w.journal.output, w.journal.day) for w in recovered.waiting}

@@ -84,6 +84,11 @@ class SwapEffects(Effects):
         j = self._journal
         retired.record(self._fs, j.output, j.day, j.generation, view, self._now_ms)
 
+    def sweep(self) -> None:
+        j = self._journal
+        jpath = journal_path(j.output, j.day, j.generation)
+        apply(self._fs, fill_view(j, _present(self._fs, j, False), jpath), _no_crash)
+
 
 def flipped_at(fs: FileOps, journal: Journal) -> int | None:
     """The recorded wall time of the journal's flip to its view, or None (not flipped, or
@@ -211,20 +216,21 @@ def committed(fs: FileOps) -> list[Journal]:
 
 
 def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
-                grace_s: float = 0.0, clock: Clock = wall_ms) -> Recovered:
+                grace_s: float = 0.0, clock: Clock = wall_ms,
+                crash: Callable[[str], None] = _no_crash) -> Recovered:
     """Finish every committed swap that is due, take every other one to its flip, and
     undo every uncommitted one under the root.
 
     Call it holding the root's lease (:mod:`.lease`): a staging dir without a journal is
-    taken for a crashed run's, and deleted.
+    taken for a crashed run's, and deleted. ``crash``: the tests' hooks at the swap steps
+    this reaches (a run passes its own; nothing by default).
     """
     forward = back = 0
     waiting: list[Waiting] = []
     for output, day, base in _day_dirs(fs):
         live: set[int] = set()
         for journal in _journals_in(fs, base):
-            outcome = advance(fs, journal, locator=locator, now_ms=now_ms, grace_s=grace_s,
-                              clock=clock)
+            outcome = advance(fs, journal, crash, locator, now_ms, grace_s, clock)
             if outcome.due_at_ms is not None:
                 waiting.append(Waiting(journal, outcome.due_at_ms))
                 live.add(journal.generation)

@@ -55,7 +55,8 @@ What each reader sees, crash or not: a metastore reader sees the day before the 
 step 4 and after it from then on (the view, then the day directory once it equals the
 view). A path reader of the day directory sees it change file by file in steps 5-6: some
 rows twice for that window (the run reports it), or until the next run after a crash there.
-Files the exporter publishes into the day after step 3 reach metastore readers at the next
+Files the exporter publishes into the day during step 3 are swept into the view right
+before the flip and again right after it; later ones reach metastore readers at the next
 sweep, or at step 7.
 
 The actions are applied by :mod:`.swap_apply`.

@@ -32,6 +32,10 @@ class Effects:
     def retire(self, view: str) -> None:
         raise ProtocolViolation(f"cannot retire view {view} without a clock")
 
+    def sweep(self) -> None:
+        """Copy into the view what the day directory gained since the actions were
+        computed; called right before the flip to the view. Nothing by default."""
+
 
 def apply(fs: object, actions: Iterable[Action],
           crash: Callable[[str], None] = crash_point, effects: Effects | None = None) -> float:
@@ -79,6 +83,9 @@ def apply(fs: object, actions: Iterable[Action],
                 once("after-delete")
             else:
                 once("after-view")
+                # a file published since the view was filled is in the day directory
+                # metastore readers see until the flip: the view must hold it first
+                effects.sweep()
             effects.locate(a.path)
             once("after-unflip" if a.back else "after-flip")
         elif isinstance(a, Flipped):

@@ -405,6 +405,38 @@ def test_a_file_published_between_the_view_s_fill_and_the_flip_is_in_the_view_at
     assert sorted(r for r in world.seen() if r.startswith("late")) == ["late1", "late2"]
 
 
+@pytest.mark.parametrize("recovering", [False, True])
+def test_a_file_published_after_the_view_is_filled_is_in_it_when_the_flip_is_made(
+        recovering: bool) -> None:
+    """The exporter publishes a late file after the view was filled and before the flip
+    (the ``after-view`` step; in a run, or in the recovery of a run killed at its commit
+    point): readers through the metastore see it in the day directory until the flip, so
+    the view holds it by the time the flip is made (issue 32: no row they saw goes
+    missing)."""
+    journal, world = make_grace(1, 2)
+    name = LATE.rpartition("/")[2]
+    at_flip: list[bool] = []
+
+    def crash(step: str) -> None:
+        if step == "after-view":
+            world.fs.files[LATE] = b"late1,late2"
+        if recovering and step == "after-journal":
+            raise Crash
+
+    def locate(output: str, day: str, path: str) -> None:
+        if path == VIEW:
+            at_flip.append(f"{VIEW}/{name}" in world.fs.files)
+        world.locate(output, day, path)
+
+    if recovering:
+        with pytest.raises(Crash):
+            commit(world.fs, journal, crash, locate, 1000, 60.0, lambda: 5_000)
+        assert recover_all(world.fs, locate, 1000, 60.0, lambda: 5_000, crash).waiting
+    else:
+        commit(world.fs, journal, crash, locate, 1000, 60.0, lambda: 5_000)
+    assert at_flip == [True] and world.location == VIEW
+
+
 def test_a_flip_made_but_not_recorded_is_recorded_again_and_the_grace_counts_from_then(
         ) -> None:
     journal, world = make_grace(1, 1)
