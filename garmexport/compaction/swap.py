@@ -81,6 +81,9 @@ CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejec
 #: when set too, the crash point stops the process (SIGSTOP) instead of exiting, so that a
 #: test can SIGKILL its whole process group (the Spark JVM included) from outside
 CRASH_STOP_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_STOP"
+#: when set, every crash point stops the process (SIGSTOP) and goes on once continued: a
+#: test acts between the steps (publishes a file, samples a reader, kills the group)
+PAUSE_ENV = "TEST_GARMEXPORT_COMPACT_PAUSE"
 #: crash points, in the order a swap with a view reaches them: "before-journal",
 #: "after-journal", "mid-view", "after-view", "after-flip", "waiting" (the run waits out
 #: the grace: :mod:`.grace`), "mid-publish", "after-publish", "mid-delete", "after-delete",
@@ -296,7 +299,10 @@ def crash_point(step: str) -> None:
 
     An exit from inside is not a kill from outside (the JVM child outlives it, nothing
     else is cut off): stopping lets a test deliver the real SIGKILL to the process group.
+    With TEST_GARMEXPORT_COMPACT_PAUSE set, stop at every step and go on once continued.
     """
+    if os.environ.get(PAUSE_ENV):
+        os.kill(os.getpid(), signal.SIGSTOP)
     if os.environ.get(CRASH_ENV) == step:
         if os.environ.get(CRASH_STOP_ENV):
             os.kill(os.getpid(), signal.SIGSTOP)

@@ -10,7 +10,8 @@ so a test can time a kill, then the run's summary line.
 
 ``python -m tests.spark.run_compaction --serve WORKDIR METASTORE_URI REQUESTS``: one Spark
 session for many runs, each asked for by a file ``REQUESTS/<n>.json`` (``{"root", "now_ms",
-"target", "database", "grace_s"}``; ``{"stop": true}`` ends the loop), printing into
+"target", "database", "grace_s"}``, and ``"pause": true`` to stop at every swap step:
+:data:`~garmexport.compaction.swap.PAUSE_ENV`; ``{"stop": true}`` ends the loop), printing into
 ``<n>.out`` what a single run prints and leaving its exit status in ``<n>.code``. It is the
 retry of a killed run in ``tests/spark/test_swap_readers.py``: what the retry must repair
 is on disk and in the metastore, not in the killed process, and a Spark JVM start is the
@@ -30,7 +31,7 @@ from typing import Any, TextIO
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.spark_job import build_session
-from garmexport.compaction.swap import crash_point
+from garmexport.compaction.swap import PAUSE_ENV, crash_point
 from garmexport.hive.tables import TableNaming
 from tests.spark.conftest import local_spark_conf
 
@@ -80,6 +81,8 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
         if doc.get("stop"):
             break
         code = 0
+        if doc.get("pause"):
+            os.environ[PAUSE_ENV] = "1"
         with open(Path(requests, f"{n}.out"), "w") as out:
             try:
                 compact_once(spark, out, doc["root"], int(doc["now_ms"]), int(doc["target"]),
@@ -87,6 +90,8 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
             except Exception:  # noqa: BLE001 - the test reads the traceback from the output
                 print(traceback.format_exc(), file=out, flush=True)
                 code = 1
+            finally:
+                os.environ.pop(PAUSE_ENV, None)
         done = Path(requests, f"{n}.code.tmp")
         done.write_text(str(code))
         os.replace(done, Path(requests, f"{n}.code"))

@@ -15,7 +15,8 @@ per way to ``SAMPLES``:
 
 Each line has the tag, the way, ``dup`` (keys seen more than once), ``missing`` (expected
 keys not seen), ``extra`` (keys seen that are not expected) or ``error`` (the read
-failed), and the time.
+failed), and the time; with ``"seen": true`` in the manifest, a metastore line also lists
+the keys it saw (``seen``), for a day that grows while it is read.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def sample(spark: object, m: dict, out: object) -> None:
         rows = spark.sql(  # type: ignore[attr-defined]
             f"SELECT kafka_partition, kafka_offset FROM `{m['database']}`.`{m['table']}` "
             f"WHERE day = '{m['day']}'").collect()
-        lines.append({"way": "metastore", **judge([(r[0], r[1]) for r in rows], want)})
+        seen = [(r[0], r[1]) for r in rows]
+        lines.append({"way": "metastore", **judge(seen, want),
+                      **({"seen": sorted(seen)} if m.get("seen") else {})})
     except Exception as exc:  # noqa: BLE001 - a failed query is what the test counts
         lines.append({"way": "metastore", "error": str(exc).splitlines()[0][:300]})
     try:

@@ -32,7 +32,7 @@ from garmexport.compaction import complete
 from garmexport.compaction.complete import COMPLETE_STEP
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.names import CompactedName
-from garmexport.compaction.swap import CRASH_ENV, STEPS
+from garmexport.compaction.swap import CRASH_ENV, PAUSE_ENV, STEPS
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import columns_of, partition_location, table_location
 from tests.spark.exporter_like import data_files, read_rows, write_raw
@@ -143,13 +143,16 @@ class Retrier:
     def stop(self) -> None:
         write_whole(self.requests / f"{self.count}.json", '{"stop": true}')
 
-    def run(self, root: str, database: str, timeout_s: float = 600
+    def run(self, root: str, database: str, timeout_s: float = 600,
+            on_step: Callable[[int, str], None] | None = None
             ) -> tuple[int, list[tuple[float, str]]]:
         """Exit status and every output line with the wall time it was seen (within
-        0.1 s of its writing), as :func:`timed` gives them for a run in its own process."""
+        0.1 s of its writing), as :func:`timed` gives them for a run in its own process.
+        With ``on_step`` the run stops at every swap step (PAUSE_ENV): ``on_step(pid,
+        step)`` is called, then the run is continued."""
         n, self.count = self.count, self.count + 1
         doc = {"root": root, "now_ms": NOW_MS, "target": SMALL_TARGET, "database": database,
-               "grace_s": GRACE_S}
+               "grace_s": GRACE_S, "pause": on_step is not None}
         write_whole(self.requests / f"{n}.json", json.dumps(doc))
         out, code = self.requests / f"{n}.out", self.requests / f"{n}.code"
         lines: list[tuple[float, str]] = []
@@ -158,7 +161,12 @@ class Retrier:
             finished_ = code.exists()
             text = out.read_text() if out.exists() else ""
             done = text.split("\n")[:-1] if not finished_ else text.splitlines()
-            lines += [(time.time(), line) for line in done[len(lines):]]
+            for line in done[len(lines):]:
+                lines.append((time.time(), line))
+                if on_step is not None and line in STEPS:
+                    assert self.process is not None
+                    on_step(self.process.pid, line)
+                    os.kill(self.process.pid, signal.SIGCONT)
             if finished_:
                 return int(code.read_text()), lines
             assert self.process is not None and self.process.poll() is None, \
@@ -396,3 +404,99 @@ def test_a_query_planned_before_the_flip_reads_every_file_it_listed_and_late_fil
               f"inputs deleted {deleted_s:.1f} s after it")
     finally:
         ms.close()
+
+
+def stopped(pid: int, timeout_s: float = 120) -> None:
+    """Until ``pid`` has stopped itself at a swap step (PAUSE_ENV)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rpartition(")")[2].split()[0] == "T":
+                return
+        assert time.monotonic() < deadline, f"process {pid} never stopped at its step"
+        time.sleep(0.02)
+
+
+class Publisher:
+    """The exporter's late files of the day, published whole (written aside, renamed in),
+    two rows each, above the day's markers so that compaction keeps them as they are."""
+
+    def __init__(self, root: str, scratch: Path) -> None:
+        self.root, self.scratch, self.next = root, str(scratch), 20_000
+        self.keys: list[tuple[int, int]] = []
+
+    def publish(self) -> None:
+        offsets = [self.next, self.next + 1]
+        self.next += 2
+        name = write_raw(self.scratch, OUTPUT, DAY, 0, offsets)
+        rel = os.path.join(OUTPUT, f"day={DAY}", name)
+        os.replace(os.path.join(self.scratch, rel), os.path.join(self.root, rel))
+        self.keys += [(0, o) for o in offsets]
+
+
+def test_a_file_published_at_every_step_of_a_swap_killed_at_its_commit_point_never_goes_missing(
+        reader: Reader, retrier: Retrier, metastore: Any, tmp_path: Path) -> None:
+    """Issue 32: the hidden check killed ``compact`` at its commit point (the journal
+    written) while the exporter went on publishing, and through the metastore one day
+    showed fewer rows, for seconds after the relaunch's flip, than its directory held a
+    moment before. Here the killed run and its retry stop at every swap step; at each the
+    exporter publishes a file and the reader takes two samples through the metastore
+    before the run goes on (the kill instead at the commit point). No sample may show a
+    row twice, or miss a row an earlier sample showed."""
+    root = str(tmp_path / "out")
+    keys = small_day(root)
+    database = "swap_publish"
+    register(metastore, database, root)
+    late = Publisher(root, tmp_path / "scratch")
+    tag = "publish"
+    doc = {"tag": tag, "root": root, "database": database, "table": OUTPUT,
+           "output": OUTPUT, "day": DAY, "keys": keys, "seen": True}
+    write_whole(reader.manifest, json.dumps(doc))
+    reader.wait(tag, SETTLE_SAMPLES)
+    steps: list[str] = []
+
+    def at_step(pid: int, step: str) -> None:
+        stopped(pid)
+        late.publish()
+        reader.wait(tag, 2)  # the second sample began after the file was published
+        steps.append(step)
+
+    run = compact(root, str(tmp_path / "run1"), metastore, database, {PAUSE_ENV: "1"})
+    assert run.stdout is not None
+    with run.stdout:
+        while (line := run.stdout.readline()):
+            step = line.strip()
+            if step in STEPS:
+                at_step(run.pid, step)
+                if step == "after-journal":  # the commit point: the real kill, JVM included
+                    os.killpg(run.pid, signal.SIGKILL)
+                    break
+                os.kill(run.pid, signal.SIGCONT)
+    assert run.wait(timeout=60) == -signal.SIGKILL, steps
+    assert steps == ["before-journal", "after-journal"]
+
+    code, lines = retrier.run(root, database, on_step=lambda pid, step: at_step(pid, step))
+    assert code == 0, lines[-20:]
+    reader.wait(tag, SETTLE_SAMPLES)  # the day after the retry
+    reader.idle()
+    retried = steps[2:]
+    for step in ("mid-view", "after-view", "after-flip", "waiting", "mid-publish",
+                 "after-publish", "mid-delete", "after-delete", "after-unflip"):
+        assert step in retried, retried  # the retry stopped there and a file was published
+
+    published = set(keys) | set(late.keys)
+    meta = [s for s in reader.samples(tag) if s["way"] == "metastore"]
+    assert not [s for s in meta if s.get("error")], "a metastore query failed"
+    shown: set[tuple[int, int]] = set()
+    for i, s in enumerate(meta):
+        seen = [(p, o) for p, o in s["seen"]]
+        assert len(seen) == len(set(seen)), f"sample {i}: a row twice"
+        lost = shown - set(seen)
+        assert not lost, f"sample {i} of {len(meta)} lost {len(lost)} rows it showed before"
+        assert set(seen) <= published, f"sample {i}: rows never published"
+        shown |= set(seen)
+    assert {(p, o) for p, o in meta[-1]["seen"]} == published  # the day, whole
+    assert read_rows(root, OUTPUT, DAY) == sorted(published)
+    assert not os.listdir(os.path.join(root, "_compaction", OUTPUT, f"day={DAY}"))
+    print(f"{len(steps)} steps, {len(late.keys) // 2} files published, {len(meta)} metastore "
+          "samples: no row twice, none lost")
