@@ -38,7 +38,7 @@ from garmexport.compaction.closed import is_closed, last_closed_day
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.grace import wait_out
 from garmexport.compaction.markers import read_markers
-from garmexport.compaction.lease import Lease
+from garmexport.compaction.lease import LEASE_S, RENEW_S, Lease
 from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
                                          view_path)
 from garmexport.compaction.plan import DayPlan, next_generation, plan_day
@@ -77,6 +77,9 @@ class CompactOptions:
     sweep_every_s: float = 5.0
     #: how long a run waits for another run of the same root to finish
     lease_wait_s: float = 3 * 3600.0
+    #: how long the root's lease outlives this run's last renewal (:mod:`.lease`): how long
+    #: a retry waits after a kill; renewed every quarter of it (at most every RENEW_S)
+    lease_s: float = LEASE_S
 
 
 def journal_for(plan: DayPlan, staged: list[str], view: bool = False) -> Journal:
@@ -182,7 +185,8 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
         crash: Callable[[str], None] = crash_point, clock: Clock = wall_ms) -> Summary:
     """Run compaction once over the root (see the module docstring)."""
     started = time.monotonic()
-    with Lease(fs).hold(opts.lease_wait_s) as lease:
+    with Lease(fs, lease_s=opts.lease_s, renew_s=min(RENEW_S, opts.lease_s / 4)
+               ).hold(opts.lease_wait_s) as lease:
         locator = locator_of(spark, fs, opts)
         return _run(spark, fs, opts, now_ms,
                     RunContext(lease, locator, now_ms, crash,

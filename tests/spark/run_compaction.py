@@ -36,6 +36,11 @@ from garmexport.hive.tables import TableNaming
 from tests.spark.conftest import local_spark_conf
 
 
+#: the runs' lease: a retry waits this long at most for a killed run's (20 s shipped); still
+#: four renewals long, so a live run under load keeps it
+LEASE_S = 8.0
+
+
 def session(workdir: str, metastore_uri: str) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = build_session("local[1]", metastore_uri, local_spark_conf(workdir))
@@ -50,7 +55,7 @@ def compact_once(spark: Any, out: TextIO, root: str, now_ms: int, target: int,
     opts = CompactOptions(root_uri=fs.uri, lateness_s=3600.0, target_file_bytes=target,
                           sort_columns=("kafka_partition", "kafka_offset"), codec="zstd",
                           hive=hive, tables=TableNaming(database or TableNaming.database),
-                          grace_s=grace_s, sweep_every_s=0.5)
+                          grace_s=grace_s, sweep_every_s=0.5, lease_s=LEASE_S)
 
     def crash(step: str) -> None:
         print(step, file=out, flush=True)
