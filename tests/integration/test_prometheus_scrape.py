@@ -5,6 +5,11 @@ exporter's metrics port (1 s interval, storage in the test's tmp dir, a free loo
 for its own API); ``/api/v1/query?query=garmexport_consumer_lag_offsets`` must return one
 series per partition, labelled with the topic and partition, and reach 0 on all of them
 once the exporter has caught up. Skipped only when the binary is missing.
+
+The same with one process and with an instance of two readers (the default path), whose
+supervisor's port is the one target: each partition's series comes from the reader that
+holds it (a ``reader`` label), PromQL sums the readers' counters to what was produced, and
+the supervisor's ``garmexport_reader_scrape_ok`` says every reader answered.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from tests.broker import free_port
 from tests.integration.harness import Exporter, exporter_env, produce
@@ -50,18 +57,21 @@ def stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
             process.wait(timeout=10)
 
 
-def test_prometheus_scrapes_the_lag_of_every_partition(broker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_prometheus_scrapes_the_lag_of_every_partition(
+        broker, tmp_path: Path, parallelism: int) -> None:
     if not Path(PROMETHEUS).is_file():
         unavailable(f"prometheus binary not found (looked on PATH and at {PROMETHEUS}); "
                     "install the Debian package 'prometheus'")
     topic = broker.new_topic(partitions=PARTITIONS)
     produce(broker.bootstrap, topic, RECORDS, partitions=PARTITIONS, seed=3, days=1)
     env = exporter_env(broker.bootstrap, topic, str(tmp_path / "out"), WRITER_MAX_FILE_AGE_S=1,
-                       PROTOCOL_HEARTBEAT_INTERVAL_S=1)
-    exporter = Exporter(env, tmp_path, "scraped")
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, ACTORS_PARALLELISM=parallelism)
+    exporter = Exporter(env, tmp_path, f"scraped-{parallelism}")
     prometheus = None
     try:
         port = exporter.metrics_port()
+        exporter.wait_event("assigned", timeout_s=60, count=parallelism)
         config = tmp_path / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -95,6 +105,18 @@ def test_prometheus_scrapes_the_lag_of_every_partition(broker, tmp_path: Path) -
         assert [float(s["value"][1]) for s in up] == [1.0]
         consumed = query(api, "sum(garmexport_events_consumed_total)")
         assert float(consumed[0]["value"][1]) == RECORDS
+        if parallelism > 1:
+            # each partition's lag from the one reader that holds it, two partitions each
+            owner = {s["metric"]["partition"]: s["metric"].get("reader") for s in series}
+            assert len(series) == PARTITIONS and sorted(owner.values()) == \
+                ["r0", "r0", "r1", "r1"], series
+            # the readers' counters, each its share, sum to what was produced (above)
+            shares = {s["metric"]["reader"]: float(s["value"][1]) for s in query(
+                api, "sum by (reader) (garmexport_events_consumed_total)")}
+            assert set(shares) == {"r0", "r1"} and all(shares.values()), shares
+            answered = {s["metric"]["reader"]: float(s["value"][1])
+                        for s in query(api, "garmexport_reader_scrape_ok")}
+            assert answered == {"r0": 1.0, "r1": 1.0}, answered
     finally:
         if prometheus is not None:
             stop(prometheus)
