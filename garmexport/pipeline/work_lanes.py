@@ -149,82 +149,91 @@ class WorkPool:
         for _ in self._workers:
             self._ready.put(None)
 
+    def submit(self, lane: Lane, msg: WriterMessage) -> None:
+        """Queue ``msg`` last in ``lane`` (:meth:`Lane.submit`)."""
+        nbytes = msg.nbytes if isinstance(msg, Batch) else 0
+        with self._lock:
+            if lane.broken or self._closed:
+                return
+            lane.waiting.append((msg, nbytes))
+            self._jobs += 1
+            self._queued_bytes += nbytes
+            waiting = len(lane.waiting)
+            if not lane.scheduled:
+                lane.scheduled = True
+                self._ready.put(lane)
+        if isinstance(msg, Batch) and waiting > 1:
+            crash_at(QUEUED)  # TEST ONLY: a batch waits between the reader and its writer
+
+    def cancel_waiting(self, lane: Lane) -> None:
+        """Drop the messages of ``lane`` that have not started (:meth:`Lane.cancel_waiting`)."""
+        with self._lock:
+            self._drop_waiting(lane)
+
     def _work(self) -> None:
         while True:
             lane = self._ready.get()
             if lane is None or self._closed:
                 return
-            lane.run_next()
+            self._run_next(lane)
 
-
-class Lane:
-    """One writer's messages, run in order by the pool, one at a time."""
-
-    def __init__(self, pool: WorkPool, name: str, handle: Handler) -> None:
-        self._pool, self.name, self._handle = pool, name, handle
-        self._queue: deque[tuple[WriterMessage, int]] = deque()
-        self._scheduled = False  # in the pool's ready queue or running
-        self._broken = False
-
-    def submit(self, msg: WriterMessage) -> None:
-        pool = self._pool
-        nbytes = msg.nbytes if isinstance(msg, Batch) else 0
-        with pool._lock:
-            if self._broken or pool._closed:
+    def _run_next(self, lane: Lane) -> None:
+        """Run the oldest message of ``lane`` (on a pool thread); its outcome goes on
+        :attr:`done`."""
+        with self._lock:
+            if not lane.waiting:
+                lane.scheduled = False
                 return
-            self._queue.append((msg, nbytes))
-            pool._jobs += 1
-            pool._queued_bytes += nbytes
-            waiting = len(self._queue)
-            if not self._scheduled:
-                self._scheduled = True
-                pool._ready.put(self)
-        if isinstance(msg, Batch) and waiting > 1:
-            crash_at(QUEUED)  # TEST ONLY: a batch waits between the reader and its writer
-
-    def cancel_waiting(self) -> None:
-        """Drop the messages that have not started (a running one runs to its end)."""
-        with self._pool._lock:
-            self._cancel_waiting()
-
-    def run_next(self) -> None:
-        """Run the oldest message (on a pool thread); put its outcome on ``pool.done``."""
-        pool = self._pool
-        with pool._lock:
-            if not self._queue:
-                self._scheduled = False
-                return
-            msg, nbytes = self._queue.popleft()
-            pool._running[self] = (time.monotonic(), type(msg).__name__)
+            msg, nbytes = lane.waiting.popleft()
+            self._running[lane] = (time.monotonic(), type(msg).__name__)
         outcome: Outcome | None
         try:
             if isinstance(msg, Batch):
                 crash_at(WORKER)  # TEST ONLY: a batch is in a worker, not yet handled
-            outcome = self._handle(msg)
+            outcome = lane.handle(msg)
         except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
-            outcome = Failure.of(f"writer {self.name}", exc)
-            self._broken = True
+            outcome = Failure.of(f"writer {lane.name}", exc)
+            lane.broken = True
         if isinstance(outcome, WriterReport):
-            with pool._open_lock:
-                pool._open[self] = (outcome.partition, outcome.open_files)
+            with self._open_lock:
+                self._open[lane] = (outcome.partition, outcome.open_files)
         if outcome is not None:
-            pool.done.put(outcome)
-        with pool._lock:
-            del pool._running[self]
-            pool._queued_bytes -= nbytes
-            pool._jobs -= 1
-            if self._broken:
-                self._cancel_waiting()
-            if self._queue and not pool._closed:
-                pool._ready.put(self)
+            self.done.put(outcome)
+        with self._lock:
+            del self._running[lane]
+            self._queued_bytes -= nbytes
+            self._jobs -= 1
+            if lane.broken:
+                self._drop_waiting(lane)
+            if lane.waiting and not self._closed:
+                self._ready.put(lane)
             else:
-                self._scheduled = False
+                lane.scheduled = False
 
-    def _cancel_waiting(self) -> None:
-        """Drop the messages that have not started (the pool's lock held)."""
-        self._pool._jobs -= len(self._queue)
-        self._pool._queued_bytes -= sum(n for _, n in self._queue)
-        self._queue.clear()
+    def _drop_waiting(self, lane: Lane) -> None:
+        """Drop the messages of ``lane`` that have not started (the lock held)."""
+        self._jobs -= len(lane.waiting)
+        self._queued_bytes -= sum(n for _, n in lane.waiting)
+        lane.waiting.clear()
+
+
+class Lane:
+    """One writer's messages, run in order by its pool, one at a time. The pool reads and
+    changes the fields under its lock; a writer actor only submits and cancels."""
+
+    def __init__(self, pool: WorkPool, name: str, handle: Handler) -> None:
+        self._pool, self.name, self.handle = pool, name, handle
+        #: messages not started yet, with the record bytes each holds
+        self.waiting: deque[tuple[WriterMessage, int]] = deque()
+        self.scheduled = False  # in the pool's ready queue or running
+        self.broken = False  # a message raised: the lane takes nothing more
+
+    def submit(self, msg: WriterMessage) -> None:
+        self._pool.submit(self, msg)
+
+    def cancel_waiting(self) -> None:
+        """Drop the messages that have not started (a running one runs to its end)."""
+        self._pool.cancel_waiting(self)
 
 
 class SharedBackoff(Backoff):
