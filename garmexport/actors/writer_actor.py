@@ -11,25 +11,28 @@ What it decides, on its own state (the writer's epoch): which of the reader's me
 work for the lane (:class:`~garmexport.pipeline.writer_gate.WriterGate`): a message of a
 past epoch is void and not queued, and a ``DropOpen`` cancels the work still waiting in the
 lane before it is queued itself. The reader only states facts (an epoch starts, records
-came, time passed, the epoch is over). The ``where`` of each handler names the message in
-a failure report.
+came, time passed, the epoch is over). Every message the reader sends takes the one path
+:meth:`WriterActor._take`; a failure report names the message's kind.
 """
 
 from __future__ import annotations
 
-from thespian.actors import ActorTypeDispatcher
+from typing import get_args
+
+from thespian.actors import Actor
 
 from garmexport.actors.actor_support import escalating
-from garmexport.pipeline.messages import (
-    Batch, DropOpen, FlushOpen, ResetWriter, Tick, WriterMessage,
-)
+from garmexport.pipeline.messages import Failure, WriterMessage
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.work_lanes import Lane
 from garmexport.pipeline.writer_gate import Admit, WriterGate
 from garmexport.pipeline.writer_site import StartWriter
 
+#: the kinds of message the reader sends a writer (:data:`WriterMessage`)
+WRITER_MESSAGES = get_args(WriterMessage)
 
-class WriterActor(ActorTypeDispatcher):
+
+class WriterActor(Actor):
     def __init__(self) -> None:
         super().__init__()
         self.exporter = None
@@ -38,8 +41,18 @@ class WriterActor(ActorTypeDispatcher):
         self.lane: Lane | None = None
         self.gate = WriterGate()
 
+    def receiveMessage(self, msg: object, sender: object) -> None:
+        if isinstance(msg, StartWriter):
+            self._start(msg, sender)
+        elif isinstance(msg, WRITER_MESSAGES):
+            try:
+                self._take(msg)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
+                self.send(self.exporter or sender, Failure.of(f"writer {type(msg).__name__}", exc))
+        # thespian's own messages (an exit request, ...) need nothing from a writer
+
     @escalating("writer start")
-    def receiveMsg_StartWriter(self, msg: StartWriter, sender: object) -> None:
+    def _start(self, msg: StartWriter, sender: object) -> None:
         self.exporter = msg.exporter
         site = msg.site
         self.writer = OriginWriter(msg.config, site.storage, msg.origin, msg.partition,
@@ -47,6 +60,8 @@ class WriterActor(ActorTypeDispatcher):
         self.lane = site.pool.lane(f"{msg.origin}/{msg.partition}", self.writer.handle)
 
     def _take(self, msg: WriterMessage) -> None:
+        """The gate's decision on ``msg``: not queued, queued, or queued after the
+        lane's waiting work is cancelled."""
         if self.lane is None:
             raise RuntimeError(f"{type(msg).__name__} before StartWriter")
         admit = self.gate.admit(msg)
@@ -55,23 +70,3 @@ class WriterActor(ActorTypeDispatcher):
         if admit is Admit.CANCEL_WAITING:
             self.lane.cancel_waiting()
         self.lane.submit(msg)
-
-    @escalating("writer reset")
-    def receiveMsg_ResetWriter(self, msg: ResetWriter, sender: object) -> None:
-        self._take(msg)
-
-    @escalating("writer batch")
-    def receiveMsg_Batch(self, msg: Batch, sender: object) -> None:
-        self._take(msg)
-
-    @escalating("writer tick")
-    def receiveMsg_Tick(self, msg: Tick, sender: object) -> None:
-        self._take(msg)
-
-    @escalating("writer flush")
-    def receiveMsg_FlushOpen(self, msg: FlushOpen, sender: object) -> None:
-        self._take(msg)
-
-    @escalating("writer drop")
-    def receiveMsg_DropOpen(self, msg: DropOpen, sender: object) -> None:
-        self._take(msg)
