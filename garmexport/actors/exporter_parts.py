@@ -4,7 +4,7 @@
 server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
 dead processes), the back-off that every writer of that store shares, the pool of threads
 that runs the writers' work (``actors.cores``), the Hive partition registrar (when a
-metastore is configured), the :class:`~garmexport.pipeline.reader.Reader` that tells it what
+metastore is configured), the :class:`~garmexport.pipeline.coordinator.Coordinator` that tells it what
 was published, and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
 :func:`assemble` when it starts and holds the parts; writer actors get the store, the
@@ -32,7 +32,7 @@ from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import WriterMessage
 from garmexport.observe.metrics import Metrics
-from garmexport.pipeline.reader import KafkaPort, Reader
+from garmexport.pipeline.coordinator import KafkaPort, Coordinator
 
 log = logging.getLogger(__name__)
 #: temp files older than this belong to dead processes: a live one publishes a staged file
@@ -51,7 +51,7 @@ class ExporterParts:
     #: the store, its one back-off and the work pool (actors.cores worker threads), shared
     #: by every writer of the process
     site: WriterSite
-    reader: Reader
+    coordinator: Coordinator
     source: KafkaSource
     registrar: Registrar | None  # registers new day partitions in Hive; None: no metastore
 
@@ -85,14 +85,14 @@ def assemble(
     # the event keeps its name of earlier releases: operators and dashboards read it
     log_event(log, "writer_threads", threads=pool.threads)
     registrar = start_registrar(config, metrics)
-    reader = Reader(config, instance, storage, metrics, send, kafka,
-                    queued_bytes=lambda: pool.queued_bytes, registrar=registrar)
-    source = (source if source is not None else KafkaSource(config)).bind(on_assign,
-                                                                          reader.revoke)
+    coordinator = Coordinator(config, instance, storage, metrics, send, kafka,
+                              queued_bytes=lambda: pool.queued_bytes, registrar=registrar)
+    source = (source if source is not None else KafkaSource(config)).bind(
+        on_assign, coordinator.revoke)
     metrics.set_up(True)
     backoff = SharedBackoff(config.storage.retry_initial_s, config.storage.retry_max_s)
     return ExporterParts(registry, metrics, health, server, WriterSite(storage, backoff, pool),
-                         reader, source, registrar)
+                         coordinator, source, registrar)
 
 
 def _serve(config: Config, registry: CollectorRegistry, health: Health) -> HealthServer:

@@ -1,15 +1,15 @@
 """The partition reader actor: owns the consumer, polls on a wakeup loop, feeds writers.
 
-A thin shell around :class:`garmexport.pipeline.reader.Reader`: it handles messages and
+A thin shell around :class:`garmexport.pipeline.coordinator.Coordinator`: it handles messages and
 runs two timers, and holds the parts :func:`garmexport.actors.exporter_parts.assemble`
-builds when it starts (metrics, health and its server, the writers' site, the Reader, the
+builds when it starts (metrics, health and its server, the writers' site, the Coordinator, the
 Kafka source, the Hive registrar). Polls run from ``wakeupAfter`` (thespian forbids
 blocking loops in handlers); a second timer drives age flushes, markers, heartbeats,
 metrics and liveness. The rules it follows live with their roles: when to poll and for how
-long (:mod:`garmexport.pipeline.poll_policy`), the lag (``Reader.update_lag``), what stalls
+long (:mod:`garmexport.pipeline.poll_policy`), the lag (``Coordinator.update_lag``), what stalls
 the loop (:func:`garmexport.observe.health.stall_of`).
 
-It creates one writer actor per (origin, partition) on the first message the Reader sends
+It creates one writer actor per (origin, partition) on the first message the Coordinator sends
 it, and hands it the writers' site. Writers run their messages on the work pool's threads
 (:mod:`garmexport.pipeline.work_lanes`), and their reports come back through the pool: the
 reader takes them before every poll and every tick, on its own thread, so the Reader's
@@ -33,7 +33,7 @@ from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (
     ReaderStopped, StartReader, StopReader, WriterMessage,
 )
-from garmexport.pipeline.reader import Reader
+from garmexport.pipeline.coordinator import Coordinator
 from garmexport.pipeline.poll_policy import SHORT_POLL_S, lanes_full, poll_timeout_s
 from garmexport.pipeline.work_lanes import until_failure
 from garmexport.pipeline.writer_site import StartWriter
@@ -72,12 +72,12 @@ class ReaderActor(ActorTypeDispatcher):
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
     @property
-    def reader(self) -> Reader:
-        return self.parts.reader  # type: ignore[union-attr]
+    def coordinator(self) -> Coordinator:
+        return self.parts.coordinator  # type: ignore[union-attr]
 
     def _assigned(self, partitions: list[int]):  # noqa: ANN202
-        seeks = self.reader.assign(partitions)
-        self.parts.health.set_assignment(len(self.reader.assigned))  # type: ignore[union-attr]
+        seeks = self.coordinator.assign(partitions)
+        self.parts.health.set_assignment(len(self.coordinator.assigned))  # type: ignore[union-attr]
         for p in partitions:
             # both lags exist from the assignment on, from the watermarks the source
             # queried for it (no fetch of the new assignment has shown one yet)
@@ -102,13 +102,13 @@ class ReaderActor(ActorTypeDispatcher):
             self._tick()
 
     def _take_reports(self, wait_s: float = 0.0) -> bool:
-        """Hand the writers' reports made so far to the Reader (waiting up to ``wait_s``
+        """Hand the writers' reports made so far to the Coordinator (waiting up to ``wait_s``
         for the first); False after a writer failed (the exporter is told)."""
         parts = self.parts
         pool = parts.site.pool  # type: ignore[union-attr]
         reports, failure = until_failure(pool.wait(wait_s) if wait_s > 0 else pool.take())
         if reports:
-            self.reader.reports(reports)
+            self.coordinator.reports(reports)
         if failure is not None:
             self.send(self.exporter, failure)
         partitions = {r.partition for r in reports}
@@ -119,7 +119,7 @@ class ReaderActor(ActorTypeDispatcher):
         for p in partitions:
             self._update_lag(p)
         if partitions:
-            parts.health.set_store_reachable(self.reader.store_ok)  # type: ignore[union-attr]
+            parts.health.set_store_reachable(self.coordinator.store_ok)  # type: ignore[union-attr]
         return failure is None
 
     def _poll(self) -> None:
@@ -135,7 +135,7 @@ class ReaderActor(ActorTypeDispatcher):
         if lanes_full(pool.queued_bytes, w.max_buffered_bytes):
             # the writers are behind: wait for their reports rather than read more
             if self._take_reports(SHORT_POLL_S):
-                self.idle_wait = self.reader.flush_idle()
+                self.idle_wait = self.coordinator.flush_idle()
                 self.wakeupAfter(timedelta(0), POLL)
             return
         timeout = poll_timeout_s(self.cfg.source.poll_timeout_s, self.idle_wait,
@@ -148,39 +148,39 @@ class ReaderActor(ActorTypeDispatcher):
             parts.health.set_broker_problem(kafka[0])  # type: ignore[union-attr]
             parts.health.set_rejoining(kafka[1])  # type: ignore[union-attr]
         for partition, records in batches.items():
-            self.reader.records(partition, records)
-        self.idle_wait = self.reader.flush_idle()
+            self.coordinator.records(partition, records)
+        self.idle_wait = self.coordinator.flush_idle()
         self.wakeupAfter(timedelta(0), POLL)
 
     def _tick(self) -> None:
         if not self._take_reports():
             return
         parts = self.parts
-        health, reader = parts.health, self.reader  # type: ignore[union-attr]
+        health, coordinator = parts.health, self.coordinator  # type: ignore[union-attr]
         now = time.monotonic()
         health.tick(now)
         if self.stopping is not None:
-            if reader.settled() or now > self.stop_deadline:
+            if coordinator.settled() or now > self.stop_deadline:
                 self._finish()
                 return
-            reader.flush_all()
-        reader.tick()
-        for p in reader.seek_positions():
+            coordinator.flush_all()
+        coordinator.tick()
+        for p in coordinator.seek_positions():
             self._update_lag(p)
-        health.set_store_reachable(reader.store_ok)
-        health.set_writers_healthy(reader.store_ok)
-        episode = reader.episode
+        health.set_store_reachable(coordinator.store_ok)
+        health.set_writers_healthy(coordinator.store_ok)
+        episode = coordinator.episode
         health.set_stalled(*stall_of(episode.since, episode.reason,
                                      parts.site.pool.running_since()))  # type: ignore[union-attr]
         registrar = parts.registrar  # type: ignore[union-attr]
         health.set_detail("hive", registrar.problem if registrar else "")
         # which partitions this process holds: what a supervisor says of a reader gone silent
-        health.set_detail("partitions", ", ".join(map(str, sorted(reader.assigned))))
+        health.set_detail("partitions", ", ".join(map(str, sorted(coordinator.assigned))))
         self.wakeupAfter(timedelta(seconds=TICK_S if self.stopping is None else 0.05), TICK)
 
     def _update_lag(self, p: int) -> None:
         source = None if self.closed else self.parts.source  # type: ignore[union-attr]
-        self.reader.update_lag(p, source.high_watermark(p) if source is not None else None)
+        self.coordinator.update_lag(p, source.high_watermark(p) if source is not None else None)
 
     @escalating("reader stop")
     def receiveMsg_StopReader(self, msg: StopReader, sender: object) -> None:
@@ -189,12 +189,12 @@ class ReaderActor(ActorTypeDispatcher):
         self.stopping = msg.reason
         self.stop_deadline = time.monotonic() + self.cfg.protocol.shutdown_timeout_s
         log_event(log, "stopping", reason=msg.reason)
-        self.reader.flush_all()
+        self.coordinator.flush_all()
 
     def _finish(self) -> None:
-        settled = self.reader.settled()
+        settled = self.coordinator.settled()
         if settled:
-            self.reader.write_markers(time.monotonic(), force=True)
+            self.coordinator.write_markers(time.monotonic(), force=True)
         self._close()
         self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
 

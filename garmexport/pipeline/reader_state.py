@@ -1,6 +1,6 @@
 """What the reader keeps per assigned partition, and its view of the Kafka consumer.
 
-Read by the reader (:mod:`garmexport.pipeline.reader`) and the helpers that decide on its
+Read by the reader (:mod:`garmexport.pipeline.coordinator`) and the helpers that decide on its
 state: the flushes (:mod:`~garmexport.pipeline.flusher`), the store watch
 (:mod:`~garmexport.pipeline.store_watch`) and the gauges
 (:mod:`~garmexport.pipeline.reader_gauges`). The rules live in those modules; the state

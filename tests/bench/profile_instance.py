@@ -38,7 +38,7 @@ CATEGORIES = [
     ("routing by frame head", ("router.py", "frames.py")),
     ("writer bookkeeping", ("origin_writer.py", "open_files.py", "held_rows.py",
                             "writer_actor.py", "work_lanes.py", "resume.py")),
-    ("reader bookkeeping, markers", ("reader.py", "reader_actor.py", "reader_state.py",
+    ("reader bookkeeping, markers", ("coordinator.py", "reader_actor.py", "reader_state.py",
                                      "reader_gauges.py", "flusher.py", "store_watch.py",
                                      "ledger.py", "marker_", "flush.py", "recovery.py")),
     ("metrics", ("metrics.py", "prometheus_client")),

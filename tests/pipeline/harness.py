@@ -21,7 +21,7 @@ from garmexport.pipeline.messages import WriterMessage
 from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.origin_writer import OriginWriter
-from garmexport.pipeline.reader import Reader
+from garmexport.pipeline.coordinator import Coordinator
 from garmexport.pipeline.writer_gate import Admit, WriterGate
 from garmexport.storage.base import Storage
 
@@ -75,7 +75,7 @@ class Owner:
                  registrar=None, reports_together: bool = False) -> None:  # noqa: ANN001
         self.config, self.storage = config, storage
         #: hand the reports of a delivery round to the reader in one call, as the reader
-        #: actor hands over what the lanes made since it last looked (Reader.reports)
+        #: actor hands over what the lanes made since it last looked (Coordinator.reports)
         self.reports_together = reports_together
         self.now = 0.0
         self.clock = clock or (lambda: self.now)
@@ -86,7 +86,7 @@ class Owner:
         self.fenced = 0
         st = config.storage  # one back-off per store in a process, as exporter_parts wires it
         self.backoff = Backoff(st.retry_initial_s, st.retry_max_s)
-        self.reader = Reader(config, f"owner{next(self._ids)}", storage,
+        self.coordinator = Coordinator(config, f"owner{next(self._ids)}", storage,
                              Metrics.create(CollectorRegistry()), self._send, self.port,
                              clock=self.clock, wall_ms=lambda: int(self.now * 1000),
                              registrar=registrar)
@@ -117,27 +117,27 @@ class Owner:
                 if self.reports_together:
                     made.append(report)
                 else:
-                    self.reader.report(report)
+                    self.coordinator.report(report)
             if made and not self.queue:  # the round is over: its reports may send more
-                self.reader.reports(made)
+                self.coordinator.reports(made)
                 made = []
         if made:  # stopped at the limit
-            self.reader.reports(made)
+            self.coordinator.reports(made)
 
     def feed(self, partition: int, records: list[FakeRecord]) -> None:
-        self.reader.records(partition, records)
+        self.coordinator.records(partition, records)
         self.deliver()
 
     def tick(self, advance_s: float = 1.0) -> None:
         self.now += advance_s
-        self.reader.tick()
+        self.coordinator.tick()
         self.deliver()
 
     def finish(self) -> None:
         """Publish everything open and write final markers (a clean stop)."""
-        self.reader.flush_all()
+        self.coordinator.flush_all()
         self.deliver()
-        self.reader.write_markers(self.clock(), force=True)
+        self.coordinator.write_markers(self.clock(), force=True)
 
 
 def every_type_by_partition(partitions: int, count: int) -> dict[int, list[FakeRecord]]:

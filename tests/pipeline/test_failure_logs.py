@@ -37,7 +37,7 @@ def test_store_failures_and_lost_partitions_are_warnings_with_a_reason(
         "GARMEXPORT_PROTOCOL_HEARTBEAT_INTERVAL_S": "1", "GARMEXPORT_STORAGE_RETRY_ATTEMPTS": "100",
     })
     o = Owner(cfg, LocalStorage(str(root), "x"))
-    o.reader.assign([0])
+    o.coordinator.assign([0])
     t = EXPORTED[0]
     o.feed(0, [FakeRecord(n, encode(t.marker, NOW_MS, b"", b""), NOW_MS) for n in range(50)])
     shutil.rmtree(root)
@@ -55,6 +55,6 @@ def test_store_failures_and_lost_partitions_are_warnings_with_a_reason(
     assert markers and all(level == logging.WARNING for level, _ in markers)
     assert all("Not a directory" in f["error"] for _, f in markers), markers
 
-    o.reader.revoke([0], lost=True)
+    o.coordinator.revoke([0], lost=True)
     [(level, lost)] = fields(caplog, "lost")
     assert level == logging.WARNING and lost["reason"] and lost["partitions"] == [0]

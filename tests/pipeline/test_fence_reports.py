@@ -31,17 +31,17 @@ def test_refused_publishes_of_a_zombie_that_lost_its_partition_are_counted(tmp_p
     zombie_cfg = owner_cfg = config(tmp_path, 50)
     zombie, owner = Owner(zombie_cfg, storage), Owner(owner_cfg, storage)
     registry = CollectorRegistry()
-    zombie.reader.metrics = zombie.reader.markers.metrics = Metrics.create(registry)
-    zombie.reader.assign([0])
-    owner.reader.assign([0])
+    zombie.coordinator.metrics = zombie.coordinator.markers.metrics = Metrics.create(registry)
+    zombie.coordinator.assign([0])
+    owner.coordinator.assign([0])
     owner.feed(0, recs)
     owner.finish()  # the new owner committed every stretch
 
     # the zombie routes the same records and asks for a flush, then loses the partition;
     # its writers only get to the queued work afterwards (frozen meanwhile)
-    zombie.reader.records(0, recs)
-    zombie.reader.flush_all()
-    zombie.reader.revoke([0], lost=True)
+    zombie.coordinator.records(0, recs)
+    zombie.coordinator.flush_all()
+    zombie.coordinator.revoke([0], lost=True)
     with caplog.at_level(logging.INFO, logger="garmexport.pipeline"):
         zombie.deliver()
     assert zombie.fenced >= 1

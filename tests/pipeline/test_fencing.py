@@ -56,8 +56,8 @@ def test_exactly_one_owner_wins_each_stretch_and_the_loser_resyncs(tmp_path):
     zombie_cfg, owner_cfg = config(tmp_path, 50), config(tmp_path, 80)
     storage = LocalStorage(str(tmp_path / "out"), "shared")
     zombie, owner = Owner(zombie_cfg, storage), Owner(owner_cfg, storage)
-    assert zombie.reader.assign([0]) == {0: None}
-    assert owner.reader.assign([0]) == {0: None}  # same committed state: nothing yet
+    assert zombie.coordinator.assign([0]) == {0: None}
+    assert owner.coordinator.assign([0]) == {0: None}  # same committed state: nothing yet
     zombie.feed(0, recs[:1500])  # publishes files of 50 rows as they fill
     zombie.tick()
     owner.feed(0, recs[:1500])  # its first publish collides with the zombie's name
@@ -77,8 +77,8 @@ def test_a_resynced_owner_skips_what_the_winner_published_after_the_seek(tmp_pat
     a_cfg, b_cfg = config(tmp_path, 40), config(tmp_path, 1000)
     storage = LocalStorage(str(tmp_path / "out"), "shared")
     a, b = Owner(a_cfg, storage), Owner(b_cfg, storage)
-    a.reader.assign([0])
-    b.reader.assign([0])
+    a.coordinator.assign([0])
+    b.coordinator.assign([0])
     b.feed(0, recs[:2000])  # b buffers everything (1000-row files), nothing published yet
     a.feed(0, recs[:2000])  # a publishes many small files first
     a.finish()

@@ -27,7 +27,7 @@ def test_first_record_is_logged_once_with_its_partition_and_offset(
     cfg = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": str(root)})
     o = Owner(cfg, LocalStorage(str(root), "x"))
     caplog.set_level(logging.INFO, logger="garmexport")
-    o.reader.assign([0, 1])
+    o.coordinator.assign([0, 1])
     cpu_before = time.process_time()
     assert not [r for r in caplog.records if r.getMessage() == "first_record"]
     o.feed(1, [])  # an empty poll is no record

@@ -33,13 +33,13 @@ def test_rss_of_many_small_open_pieces_stays_within_what_the_budget_counts(tmp_p
         "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "1",  # every feed is its own piece
     })
     owner = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
-    owner.reader.assign(range(PARTITIONS))
+    owner.coordinator.assign(range(PARTITIONS))
     by_partition = every_type_by_partition(PARTITIONS, 24_000)
     # warm up: every type decoded and published once (decoders and the Parquet writer load
     # a fixed ~17 MiB on first use, which no budget is about), then nothing open
     for p, recs in by_partition.items():
         owner.feed(p, recs[:200])
-    owner.reader.flush_all()
+    owner.coordinator.flush_all()
     owner.deliver()
     assert not any(len(w._files) for w in owner.writers.values())
     gc.collect()

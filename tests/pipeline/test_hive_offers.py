@@ -1,6 +1,6 @@
 """The reader tells the Hive registrar of every (dataset, day) it publishes a file to.
 
-The registrar is handed to the reader when it is built (``Reader(..., registrar=...)``, as
+The registrar is handed to the reader when it is built (``Coordinator(..., registrar=...)``, as
 ``exporter_parts`` wires it); each published file is offered as (origin, kind, day), and
 the registrar alone decides what is new (``hive.register.wanted``).
 """
@@ -30,7 +30,7 @@ def test_every_day_a_file_is_published_to_is_offered_to_the_registrar(tmp_path) 
     cfg = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": str(out)})
     registrar = OfferLog()
     owner = Owner(cfg, LocalStorage(str(out), "x"), registrar=registrar)
-    owner.reader.assign([0, 1])
+    owner.coordinator.assign([0, 1])
     for p, records in every_type_by_partition(2, 3000).items():
         owner.feed(p, records)
     owner.finish()

@@ -25,7 +25,7 @@ def owner(tmp_path):  # noqa: ANN001, ANN201
         "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "100",
     })
     o = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
-    o.reader.assign([0])
+    o.coordinator.assign([0])
     return o, cfg
 
 
@@ -65,7 +65,7 @@ def test_no_file_holds_more_than_max_file_rows_even_from_one_large_batch(tmp_pat
         "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "100",
     })
     o = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
-    o.reader.assign([0])
+    o.coordinator.assign([0])
     o.feed(0, records(0, 100))
     o.finish()
     import pyarrow.parquet as pq
@@ -77,15 +77,15 @@ def test_no_file_holds_more_than_max_file_rows_even_from_one_large_batch(tmp_pat
 
 def test_the_poll_loop_publishes_a_burst_when_it_ends_without_waiting_for_a_tick(tmp_path):
     o, cfg = owner(tmp_path)
-    assert o.reader.flush_idle() is None, "no burst yet: the poll may wait its full timeout"
+    assert o.coordinator.flush_idle() is None, "no burst yet: the poll may wait its full timeout"
     o.feed(0, records(0, 500))
     o.now += 0.5
-    wait = o.reader.flush_idle()
+    wait = o.coordinator.flush_idle()
     assert wait == 1.5, "the next poll must return by the time the burst can end"
     o.deliver()
     assert published(o, cfg) == 0
     o.now += 1.5
-    assert o.reader.flush_idle() is None, "the burst ended and was flushed: nothing pending"
+    assert o.coordinator.flush_idle() is None, "the burst ended and was flushed: nothing pending"
     o.deliver()
     assert published(o, cfg) == 500
 
@@ -95,7 +95,7 @@ def test_records_arriving_within_idle_flush_s_keep_the_burst_open(tmp_path):
     for i in range(5):
         o.feed(0, records(i * 100, 100))
         o.now += 1.9
-        assert o.reader.flush_idle() is not None
+        assert o.coordinator.flush_idle() is not None
         o.deliver()
     assert published(o, cfg) == 0, "never quiet for idle_flush_s: still one burst"
 
@@ -107,11 +107,11 @@ def test_a_partition_waiting_its_turn_in_the_consumer_queue_is_not_quiet(tmp_pat
     o.feed(0, records(0, 500))
     o.port.waiting.add(0)
     o.now += 5.0
-    o.reader.flush_idle()
+    o.coordinator.flush_idle()
     o.tick(0.0)
     o.deliver()
     assert published(o, cfg) == 0, "the broker has more of partition 0: not the end of the burst"
     o.port.waiting.discard(0)
-    o.reader.flush_idle()
+    o.coordinator.flush_idle()
     o.deliver()
     assert published(o, cfg) == 500

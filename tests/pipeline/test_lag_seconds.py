@@ -37,29 +37,29 @@ def records(start: int, n: int, kafka_ms: int) -> list[FakeRecord]:
 
 def test_records_held_in_open_files_lag_from_the_first_one(tmp_path) -> None:  # noqa: ANN001
     o = owner(tmp_path)
-    o.reader.assign([0])
+    o.coordinator.assign([0])
     o.feed(0, records(0, 300, T0_MS))
     # read up to the high watermark, nothing committed: every record still waits
-    assert o.reader.oldest_waiting(0, high_watermark=300) == (True, T0_MS)
+    assert o.coordinator.oldest_waiting(0, high_watermark=300) == (True, T0_MS)
 
 
 def test_a_new_owner_knows_the_age_of_its_position_before_reading(tmp_path) -> None:  # noqa: ANN001
     first = owner(tmp_path)
-    first.reader.assign([0])
+    first.coordinator.assign([0])
     first.feed(0, records(0, 300, T0_MS))
     first.finish()  # published, final marker with the processed position's Kafka time
-    assert first.reader.oldest_waiting(0, high_watermark=300) == (False, T0_MS + 299_000)
+    assert first.coordinator.oldest_waiting(0, high_watermark=300) == (False, T0_MS + 299_000)
 
     second = Owner(first.config, first.storage)
     second.now = first.now
-    second.reader.assign([0])
+    second.coordinator.assign([0])
     # no fetch yet: waiting, timed by the marker (not by the assignment: that is "now")
-    assert second.reader.oldest_waiting(0, high_watermark=None) == (True, T0_MS + 299_000)
+    assert second.coordinator.oldest_waiting(0, high_watermark=None) == (True, T0_MS + 299_000)
     # the first fetch shows nothing past the position: a quiet partition does not lag
-    assert second.reader.oldest_waiting(0, high_watermark=300)[0] is False
+    assert second.coordinator.oldest_waiting(0, high_watermark=300)[0] is False
     # a new record arrives an hour later and sits in an open file
     second.feed(0, records(300, 1, T0_MS + HOUR_MS))
-    assert second.reader.oldest_waiting(0, high_watermark=301) == (True, T0_MS + HOUR_MS)
+    assert second.coordinator.oldest_waiting(0, high_watermark=301) == (True, T0_MS + HOUR_MS)
 
 
 def test_update_lag_sets_the_lag_in_offsets_and_in_seconds(tmp_path) -> None:  # noqa: ANN001
@@ -69,17 +69,17 @@ def test_update_lag_sets_the_lag_in_offsets_and_in_seconds(tmp_path) -> None:  #
 
     o = owner(tmp_path)
     registry = CollectorRegistry()
-    o.reader.metrics = Metrics.create(registry, wall_s=lambda: T0_MS / 1000 + 3600)
-    o.reader.assign([0])
+    o.coordinator.metrics = Metrics.create(registry, wall_s=lambda: T0_MS / 1000 + 3600)
+    o.coordinator.assign([0])
     o.feed(0, records(0, 300, T0_MS))
     labels = {"topic": o.config.source.topic, "partition": "0"}
-    o.reader.update_lag(0, high_watermark=None)  # no fetch has shown one: no lag in offsets
+    o.coordinator.update_lag(0, high_watermark=None)  # no fetch has shown one: no lag in offsets
     assert registry.get_sample_value("garmexport_consumer_lag_offsets", labels) is None
-    o.reader.update_lag(0, high_watermark=300)
+    o.coordinator.update_lag(0, high_watermark=300)
     # nothing committed: the seek position is the first record, 300 behind the watermark
     assert registry.get_sample_value("garmexport_consumer_lag_offsets", labels) == 300
     # and the oldest of them (Kafka time T0) is an hour old by the metrics' wall clock
     assert registry.get_sample_value("garmexport_consumer_lag_seconds", labels) == 3600
-    o.reader.update_lag(7, high_watermark=10)  # not assigned: nothing to show
+    o.coordinator.update_lag(7, high_watermark=10)  # not assigned: nothing to show
     assert registry.get_sample_value("garmexport_consumer_lag_offsets",
                                      {**labels, "partition": "7"}) is None

@@ -21,7 +21,7 @@ def test_a_partition_keeps_the_newest_markers_and_resumes_the_same(tmp_path, kee
     })
     storage = LocalStorage(str(tmp_path / "out"), "e1")
     owner = Owner(cfg, storage)
-    owner.reader.assign([0])
+    owner.coordinator.assign([0])
     recs = records(400)
     written: list[MarkerName] = []
     for start in range(0, 400, 100):  # four rounds, each ending with a (forced) marker

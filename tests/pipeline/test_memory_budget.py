@@ -36,7 +36,7 @@ def test_buffered_bytes_and_open_files_stay_within_the_budget(tmp_path, pressed)
     })
     storage = LocalStorage(str(tmp_path / "out"), "x")
     owner = Owner(cfg, storage)
-    owner.reader.assign(range(PARTITIONS))
+    owner.coordinator.assign(range(PARTITIONS))
     by_partition = every_type_by_partition(PARTITIONS, 10_000)
     worst_bytes = worst_files = 0
     batch_bytes = 0
@@ -76,7 +76,7 @@ def test_records_gathered_for_the_writers_count_against_the_byte_budget(tmp_path
     })
     storage = LocalStorage(str(tmp_path / "out"), "x")
     owner = Owner(cfg, storage)
-    owner.reader.assign([0, 1])
+    owner.coordinator.assign([0, 1])
     # the first 300 records cover the first tenth of the day before now_ms; now_ms at 18:00
     # UTC keeps them in one UTC day (with the wall clock, from 21:36 UTC on they crossed
     # midnight, and the writer held two open files, one per day)

@@ -32,7 +32,7 @@ def test_routing_decoding_and_publishing_leave_no_cyclic_garbage(tmp_path):
         cfg = load_config(None, {"GARMEXPORT_OUTPUT_ROOT": str(root),
                                  "GARMEXPORT_WRITER_DECODE_BATCH_RECORDS": "2000"})
         o = Owner(cfg, LocalStorage(str(root), "x"))
-        o.reader.assign(sorted(by_partition))
+        o.coordinator.assign(sorted(by_partition))
         return o
 
     # What runs once per process is not the hot path: the first Arrow array made from a

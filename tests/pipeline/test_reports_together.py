@@ -29,18 +29,18 @@ def test_reports_taken_together_move_w_and_publish_as_one_by_one(tmp_path):
         owners.append((Owner(cfg, LocalStorage(str(root), "x"), reports_together=together),
                        cfg))
     for o, _ in owners:
-        o.reader.assign([0, 1])
+        o.coordinator.assign([0, 1])
     for start in range(0, 3000, 500):
         for o, _ in owners:
             for p in (0, 1):
                 o.feed(p, by_partition[p][start:start + 500])
             o.tick(1.5)
         (one, _), (together, _) = owners
-        assert one.reader.seek_positions() == together.reader.seek_positions()
+        assert one.coordinator.seek_positions() == together.coordinator.seek_positions()
     for o, _ in owners:
         o.finish()
     (one, cfg), (together, _) = owners
-    assert one.reader.seek_positions() == together.reader.seek_positions()
+    assert one.coordinator.seek_positions() == together.coordinator.seek_positions()
     held = [read_output(o.storage, cfg.source.topic)[0] for o, _ in owners]
     assert held[0] == held[1] and len(held[0]) > 0
     files = [sorted(str(f.relative_to(tmp_path / str(together)))

@@ -32,8 +32,8 @@ def test_a_recovered_outage_counts_each_failure_and_its_retry(tmp_path) -> None:
     storage = LocalStorage(str(out), "retries")
     owner = Owner(cfg, storage)
     registry = CollectorRegistry()
-    owner.reader.metrics = owner.reader.markers.metrics = Metrics.create(registry)
-    assert owner.reader.assign([0]) == {0: None}
+    owner.coordinator.metrics = owner.coordinator.markers.metrics = Metrics.create(registry)
+    assert owner.coordinator.assign([0]) == {0: None}
     owner.feed(0, [FakeRecord(o, encode(EXPORTED[o % 3].marker, NOW_MS, b"", b""), NOW_MS)
                    for o in range(200)])
     with frozen(out):
@@ -41,11 +41,11 @@ def test_a_recovered_outage_counts_each_failure_and_its_retry(tmp_path) -> None:
                        for o in range(200, 400)])
         for _ in range(8):
             owner.tick(2.5)
-        assert not owner.reader.store_ok and owner.reader.paused
+        assert not owner.coordinator.store_ok and owner.coordinator.paused
     for _ in range(3):
         owner.tick(2.5)
     owner.finish()
-    assert owner.reader.store_ok and not owner.reader.paused
+    assert owner.coordinator.store_ok and not owner.coordinator.paused
 
     def count(name: str, op: str) -> float:
         return registry.get_sample_value(f"garmexport_{name}_total", {"op": op}) or 0.0

@@ -26,25 +26,25 @@ def test_writers_get_a_tick_only_once_their_oldest_file_is_past_its_age(tmp_path
                              "GARMEXPORT_WRITER_MAX_FILE_AGE_S": "10",
                              "GARMEXPORT_WRITER_IDLE_FLUSH_S": "0"})
     o = Owner(cfg, LocalStorage(str(tmp_path / "out"), "x"))
-    o.reader.assign([0])
+    o.coordinator.assign([0])
     records = [FakeRecord(i, encode(t.marker, NOW_MS, b"", b""), NOW_MS)
                for i, t in enumerate(EXPORTED[:3])]
     o.feed(0, records)
     o.now += 1.0
-    o.reader.tick()  # the gathered records leave; no writer has reported an open file yet
+    o.coordinator.tick()  # the gathered records leave; no writer has reported an open file yet
     assert ticks(o) == 0
     o.deliver()
     for _ in range(9):  # three files open since 1.0 s, none 10 s old up to 10.0 s
         o.now += 1.0
-        o.reader.tick()
+        o.coordinator.tick()
         assert ticks(o) == 0
         o.deliver()
     o.now += 1.0
-    o.reader.tick()
+    o.coordinator.tick()
     assert ticks(o) == 3
     o.deliver()
     held, _ = read_output(o.storage, cfg.source.topic)
     assert len(held) == 3, "each file published by its age, on the tick"
     o.now += 1.0
-    o.reader.tick()
+    o.coordinator.tick()
     assert ticks(o) == 0, "nothing open any more"

@@ -1,6 +1,6 @@
 """The partition reader's logic: assignment, routing, writer reports, markers.
 
-The reader actor is a thin shell around :class:`Reader`; Kafka is behind a small port
+The reader actor is a thin shell around :class:`Coordinator`; Kafka is behind a small port
 (seek, pause, resume) and writers behind a ``send`` callable, so this class runs without a
 broker or an actor system. Per assigned partition it keeps a ledger (W per origin), the
 markers and intents it knows on the store, and an *epoch*: a resync or a new assignment
@@ -49,13 +49,13 @@ from garmexport.pipeline.store_watch import StoreWatch
 if TYPE_CHECKING:
     from garmexport.hive.register import Registrar
 
-__all__ = ["KafkaPort", "Reader"]
+__all__ = ["KafkaPort", "Coordinator"]
 
 log = logging.getLogger(__name__)
 _KIND_LABEL = {"d": "data", "q": "quarantine"}
 
 
-class Reader:
+class Coordinator:
     def __init__(
         self, config: Config, instance: str, storage: Storage, metrics: Metrics,
         send: Callable[[str, int, WriterMessage], None], kafka: KafkaPort,
