@@ -1,4 +1,4 @@
-"""What every actor shares: escalation of surprises, and opening the output store.
+"""What every actor shares: escalation of surprises.
 
 A handler that raises does not let thespian redeliver the message (a writer with an open
 file is not idempotent): the traceback goes to the exporter as text, which stops the
@@ -11,17 +11,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from garmexport.settings.config import Config
 from garmexport.pipeline.messages import Failure
-from garmexport.storage.base import Storage
-from garmexport.storage.open import open_storage
-from garmexport.storage.options import from_output
-
-
-def storage_for(config: Config, instance: str) -> Storage:
-    """Open the output store for ``instance``. The exporter opens it once, where its reader
-    starts, and hands the same object to its writers (``StartWriter``)."""
-    return open_storage(config.output.root, instance, from_output(config.output))
 
 
 def escalating(where: str) -> Callable:

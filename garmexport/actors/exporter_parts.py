@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from garmexport.actors.actor_support import storage_for
 from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
 from garmexport.pipeline.writer_site import WriterSite
 from garmexport.settings.config import Config
+from garmexport.storage.open import open_output
 from garmexport.observe.health import (Health, HealthServer, listen_refused, serve,
                                        write_port_file)
 from garmexport.hive.register import Registrar, start_registrar
@@ -78,7 +78,7 @@ def assemble(
     log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)
     if config.metrics.port_file:
         write_port_file(config.metrics.port_file, server.port)
-    storage = storage_for(config, instance)
+    storage = open_output(config.output, instance)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
     pool = WorkPool(config.actors.worker_threads())

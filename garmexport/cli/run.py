@@ -145,11 +145,10 @@ def _holds_jvm_files(config: Config) -> bool:
     from garmexport.errors import StorageError
     from garmexport.pipeline.jvm_recovery import holds_jvm_files
     from garmexport.pipeline.router import exported_origins
-    from garmexport.storage.open import open_storage
-    from garmexport.storage.options import from_output
+    from garmexport.storage.open import open_output
 
     try:
-        storage = open_storage(config.output.root, "jvm-probe", from_output(config.output))
+        storage = open_output(config.output, "jvm-probe")
     except StorageError:
         return True
     try:

@@ -43,8 +43,7 @@ from garmexport.protocol.jvm_resume import JvmFound, Takeover, takeover_marker
 from garmexport.protocol.naming import TAKEOVER_FILE, MarkerName, partition_dir
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
-from garmexport.storage.open import open_storage
-from garmexport.storage.options import from_output
+from garmexport.storage.open import open_output
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +122,7 @@ def before_joining(config: Config, partitions: Iterable[int]) -> list[TakenOver]
     if not config.jvm.takeover:
         return []
     src = config.source
-    storage = open_storage(config.output.root, f"takeover-{uuid.uuid4().hex[:8]}",
-                           from_output(config.output))
+    storage = open_output(config.output, f"takeover-{uuid.uuid4().hex[:8]}")
     try:
         todo = uncovered(storage, src.cluster, src.topic, partitions)
         if not todo:

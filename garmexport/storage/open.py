@@ -27,7 +27,15 @@ from urllib.parse import unquote, urlsplit
 
 from garmexport.errors import ConfigError
 from garmexport.storage.base import Storage
-from garmexport.storage.options import S3Options, StorageOptions, WebHdfsOptions, defaults
+from garmexport.settings.config import OutputConfig
+from garmexport.storage.options import (S3Options, StorageOptions, WebHdfsOptions, defaults,
+                                       from_output)
+
+
+def open_output(output: OutputConfig, instance: str) -> Storage:
+    """The store of the configured output (``[output]``: its root and its store's options);
+    ``instance`` names this process's temp directory."""
+    return open_storage(output.root, instance, from_output(output))
 
 
 def open_storage(root_uri: str, instance: str, options: StorageOptions | None = None,

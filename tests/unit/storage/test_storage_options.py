@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from garmexport.actors.actor_support import storage_for
+from garmexport.storage.open import open_output
 from garmexport.settings.config import OutputConfig
 from garmexport.settings.load import load_config
 from garmexport.errors import ConfigError
@@ -83,7 +83,7 @@ def test_the_environment_reaches_the_s3_client(monkeypatch: pytest.MonkeyPatch) 
            "GARMEXPORT_OUTPUT_S3_ADDRESSING_STYLE": "virtual",
            "GARMEXPORT_OUTPUT_S3_ATTEMPTS": "7", "GARMEXPORT_OUTPUT_S3_TIMEOUT_S": "4.5",
            "GARMEXPORT_OUTPUT_S3_REGION": "eu-west-3"}
-    storage = storage_for(load_config(None, env), "unit")
+    storage = open_output(load_config(None, env).output, "unit")
     config = storage._client.meta.config  # type: ignore[attr-defined]
     assert config.s3["addressing_style"] == "virtual"
     assert config.retries["total_max_attempts"] == 7  # attempts, the first one included
@@ -98,7 +98,7 @@ def test_the_environment_reaches_the_webhdfs_client() -> None:
            "GARMEXPORT_OUTPUT_HDFS_TIMEOUT_S": "3.5", "GARMEXPORT_OUTPUT_HDFS_ATTEMPTS": "5",
            "GARMEXPORT_OUTPUT_HDFS_RETRY_INITIAL_S": "0.25",
            "GARMEXPORT_OUTPUT_HDFS_RETRY_MAX_S": "2.5"}
-    storage = storage_for(load_config(None, env), "unit")
+    storage = open_output(load_config(None, env).output, "unit")
     client = storage._client  # type: ignore[attr-defined]
     assert client.urls == ["http://nn1:14000"] and client._session.params == {"user.name": "etl"}
     assert client._timeout == 3.5
