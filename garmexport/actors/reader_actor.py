@@ -25,7 +25,7 @@ from datetime import timedelta
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
 from garmexport.process import stop_signal
-from garmexport.actors.actor_support import escalating
+from garmexport.actors.escalation import escalating
 from garmexport.actors.exporter_parts import ExporterParts, assemble
 from garmexport.pipeline.kafka_source import KafkaSource
 from garmexport.observe.health import stall_of

@@ -21,7 +21,7 @@ from typing import get_args
 
 from thespian.actors import Actor
 
-from garmexport.actors.actor_support import escalating
+from garmexport.actors.escalation import escalating
 from garmexport.pipeline.messages import Failure, WriterMessage
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.work_lanes import Lane

@@ -43,7 +43,7 @@ CATEGORIES = [
                                      "ledger.py", "marker_", "flush.py", "recovery.py")),
     ("metrics", ("metrics.py", "prometheus_client")),
     ("Kafka: consume, one object per record", ("kafka_source.py", "confluent_kafka")),
-    ("actors, messages (thespian)", ("thespian", "actor_support.py", "messages.py")),
+    ("actors, messages (thespian)", ("thespian", "escalation.py", "messages.py")),
     ("floor's own loop", ("plain_pipeline.py", "native_floor.py")),
 ]
 
