@@ -18,8 +18,9 @@ follow an event from Kafka to a published file:
 4. ``storage``: the stores behind one interface; the one stage/publish sequence.
 5. ``hive``: the Hive table definitions, the metastore client, partition registration.
 6. ``pipeline``: the exporter as plain classes: ``router``, ``coordinator`` (the
-   partitions of one reader: assignment, reports, markers), ``origin_writer``, ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``,
-   ``work_lanes`` (the worker threads that run the writers' work), ``writer_site`` and
+   partitions of one reader: assignment, reports, markers), ``origin_writer``,
+   ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``,
+   ``work_lanes`` (the worker threads that run the writers' work), ``writer_start`` and
    ``writer_gate`` (what a writer actor is built on and what it lets into its lane),
    ``poll_policy`` (when the reader polls).
    ``compaction`` stands beside it: the PySpark job over closed days.

@@ -8,7 +8,7 @@ metastore is configured), the :class:`~garmexport.pipeline.coordinator.Coordinat
 was published, and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
 :func:`assemble` when it starts and holds the parts; writer actors get the store, the
-back-off and the pool as one :class:`~garmexport.pipeline.writer_site.WriterSite` in their
+back-off and the pool as one :class:`~garmexport.pipeline.writer_start.WriterSite` in their
 ``StartWriter``.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
-from garmexport.pipeline.writer_site import WriterSite
+from garmexport.pipeline.writer_start import WriterSite
 from garmexport.settings.config import Config
 from garmexport.storage.open import open_output
 from garmexport.observe.health import (Health, HealthServer, listen_refused, serve,

@@ -36,7 +36,7 @@ from garmexport.pipeline.messages import (
 from garmexport.pipeline.coordinator import Coordinator
 from garmexport.pipeline.poll_policy import SHORT_POLL_S, lanes_full, poll_timeout_s
 from garmexport.pipeline.work_lanes import until_failure
-from garmexport.pipeline.writer_site import StartWriter
+from garmexport.pipeline.writer_start import StartWriter
 from garmexport.actors.writer_actor import WriterActor
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The writer actor of one (origin, partition): owns its writer and decides what it runs.
 
 On ``StartWriter`` it builds its :class:`~garmexport.pipeline.origin_writer.OriginWriter`
-on the process's :class:`~garmexport.pipeline.writer_site.WriterSite` and the writer's lane
+on the process's :class:`~garmexport.pipeline.writer_start.WriterSite` and the writer's lane
 in the work pool (:mod:`garmexport.pipeline.work_lanes`), and owns both. A worker thread
 runs the lane's messages, one at a time and in order, by calling
 :meth:`OriginWriter.handle`; the actor never calls the writer itself, and the reports go
@@ -26,7 +26,7 @@ from garmexport.pipeline.messages import Failure, WriterMessage
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.work_lanes import Lane
 from garmexport.pipeline.writer_gate import Admit, WriterGate
-from garmexport.pipeline.writer_site import StartWriter
+from garmexport.pipeline.writer_start import StartWriter
 
 #: the kinds of message the reader sends a writer (:data:`WriterMessage`)
 WRITER_MESSAGES = get_args(WriterMessage)

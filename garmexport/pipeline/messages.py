@@ -7,7 +7,7 @@ reference, which would hide a message that does not pickle). Two start messages 
 exceptions, named where they are: they hand an actor live parts of its process once, typed
 (the subscribed Kafka source, the forced stop's snapshot). A writer's start, which hands it
 the store, back-off and pool every writer shares, is ``StartWriter`` in
-:mod:`garmexport.pipeline.writer_site`, with the typed parts it carries. A batch of records
+:mod:`garmexport.pipeline.writer_start`, with the typed parts it carries. A batch of records
 is one message; no message carries one event. Errors travel as traceback text, never as
 exception objects.
 """
@@ -90,7 +90,7 @@ class StartReader:
     unfinished: Unfinished | None = None  # see StartExport
 
 
-# reader -> writer (StartWriter, which carries live parts, is in pipeline.writer_site)
+# reader -> writer (StartWriter, which carries live parts, is in pipeline.writer_start)
 @dataclass(frozen=True)
 class ResetWriter:
     """(Re)start the writer at its slice of the partition's resume state (its W and its

@@ -15,7 +15,7 @@ from garmexport.actors.writer_actor import WriterActor
 from garmexport.protocol.resume import OriginState
 from garmexport.pipeline.messages import Batch, DropOpen, ResetWriter, WriterMessage
 from garmexport.pipeline.work_lanes import Handler, Lane, SharedBackoff, WorkPool
-from garmexport.pipeline.writer_site import StartWriter, WriterSite
+from garmexport.pipeline.writer_start import StartWriter, WriterSite
 from garmexport.protocol.naming import FRAME_ORIGIN
 from garmexport.settings.load import load_config
 from garmexport.storage.local import LocalStorage
