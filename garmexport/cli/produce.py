@@ -25,7 +25,7 @@ from garmexport.cli.arg_types import epoch_ms, non_negative_float, positive_floa
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 from garmexport.tools.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.client_callbacks import client_log_settings
 
 PRODUCER_SETTINGS: Mapping[str, object] = {
     "linger.ms": 20,

@@ -5,7 +5,7 @@ ERROR (``thrift.transport.TSocket``: "Could not connect to any of [...]") and an
 with a traceback per address. Registration already reports the failure once per round, as
 the WARNING ``hive_register_failed`` with the error, and retries: an ERROR line beside it
 would trip log-based alerting for an expected, handled condition. So, as librdkafka's
-lines are (:mod:`garmexport.kafka.signals`), the ``thrift`` logger's records go out as
+lines are (:mod:`garmexport.kafka.client_callbacks`), the ``thrift`` logger's records go out as
 ``thrift_log`` events of the ``garmexport.hive.thrift`` logger with ``thrift_logger``
 and ``message`` fields (no traceback): ERROR and above at WARNING, the rest at DEBUG, and
 repeats of one message within ``REPEAT_WINDOW_S`` swallowed and counted (``suppressed=N``

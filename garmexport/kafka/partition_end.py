@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from garmexport.errors import BrokerError
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.client_callbacks import client_log_settings
 
 
 @dataclass

@@ -16,7 +16,7 @@ Invariants:
   warnings (``py.warnings``) and uncaught exceptions, in the main thread or another one
   (``uncaught_exception``, ERROR, with the traceback as ``exc``), so with
   ``log.format = "json"`` every line on stderr is JSON. (librdkafka's lines come through
-  :mod:`garmexport.kafka.signals`.)
+  :mod:`garmexport.kafka.client_callbacks`.)
 - DEBUG stays bounded: a field of a DEBUG line is cut to ``DEBUG_FIELD_MAX_CHARS``, and the
   actor library (logger ``Thespian``, which logs every actor message in full at DEBUG) has
   a level of its own, ``log.actor_level``, WARNING unless asked.

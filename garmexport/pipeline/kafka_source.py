@@ -34,7 +34,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 from garmexport.kafka.assignment_wait import AssignmentWait
-from garmexport.kafka.signals import KafkaSignals
+from garmexport.kafka.client_callbacks import KafkaSignals
 from garmexport.process.pause_watch import PauseWatch
 from garmexport.observe.logs import log_event
 

@@ -9,7 +9,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 
 from garmexport.errors import BrokerError
 from garmexport.kafka.partition_end import assigned_consumer, read_to_end
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.client_callbacks import client_log_settings
 
 #: How long the first metadata request may wait: a broker that is up answers in
 #: milliseconds, so a tool tells an operator within seconds that it cannot reach it.

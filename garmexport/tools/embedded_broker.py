@@ -21,7 +21,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.client_callbacks import client_log_settings
 
 READY_TIMEOUT_S = 20.0
 

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Producer
 
 from garmexport.tools.embedded_broker import free_port, start_broker
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.client_callbacks import client_log_settings
 from tests.integration.harness import PYTHON, ROOT, exporter_env
 
 RAW = re.compile(r"^%\d\|")  # librdkafka's own stderr line: %<syslog level>|<time>|<fac>|...

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import KafkaError
 
 from garmexport.kafka.broker_link import BrokerLink, Change
-from garmexport.kafka.signals import REPEAT_WINDOW_S, KafkaSignals
+from garmexport.kafka.client_callbacks import REPEAT_WINDOW_S, KafkaSignals
 from garmexport.observe.logs import configure
 from garmexport.process.pause_watch import Pause
 from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key

@@ -2,8 +2,8 @@
 
 A client built without a ``logger`` prints raw ``%3|...|FAIL|...`` lines on stderr (and
 breaks ``log.format = "json"``). The exporter's consumer gets the relay from
-:meth:`garmexport.kafka.signals.KafkaSignals.settings`; every other client from
-:func:`garmexport.kafka.signals.client_log_settings`. This reads the package's source, so a
+:meth:`garmexport.kafka.client_callbacks.KafkaSignals.settings`; every other client from
+:func:`garmexport.kafka.client_callbacks.client_log_settings`. This reads the package's source, so a
 new client without either fails here, not in an operator's logs.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 import garmexport
-from garmexport.kafka.signals import client_log_settings
+from garmexport.kafka.client_callbacks import client_log_settings
 
 CLIENTS = {"Consumer", "Producer", "AdminClient"}
 # module -> why its client needs no client_log_settings in the call itself

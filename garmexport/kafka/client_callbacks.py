@@ -1,4 +1,5 @@
-"""What the Kafka client says about itself, turned into garmexport's log lines and state.
+"""The Kafka client's callbacks: what it says about itself, turned into garmexport's log
+lines and state.
 
 librdkafka prints its own log lines to stderr unless the client is given a ``logger``; then
 it hands them to Python (served by the consumer's polls, in the polling thread). Here they
@@ -35,7 +36,10 @@ from garmexport.observe.logs import log_event
 from garmexport.process.pause_watch import PauseWatch
 from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
 
-log = logging.getLogger(__name__)
+#: the logger keeps the module's earlier name: operators' filters and dashboards select the
+#: client's ``kafka_log`` lines by it (README, Logs)
+LOGGER = "garmexport.kafka.signals"
+log = logging.getLogger(LOGGER)
 REPEAT_WINDOW_S = 60.0
 #: how often librdkafka reports its statistics (unless [kafka] says otherwise): the
 #: statistics tell when a broker connection is up again after ``_ALL_BROKERS_DOWN``; they
