@@ -28,7 +28,7 @@ from garmexport.storage.open import open_output
 from garmexport.observe.health import (Health, HealthServer, listen_refused, serve,
                                        write_port_file)
 from garmexport.hive.register import Registrar, start_registrar
-from garmexport.pipeline.kafka_source import KafkaSource
+from garmexport.kafka.source import KafkaSource
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import WriterMessage
 from garmexport.observe.metrics import Metrics

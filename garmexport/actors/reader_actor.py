@@ -27,7 +27,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 from garmexport.process import stop_signal
 from garmexport.actors.escalation import escalating
 from garmexport.actors.exporter_parts import ExporterParts, assemble
-from garmexport.pipeline.kafka_source import KafkaSource
+from garmexport.kafka.source import KafkaSource
 from garmexport.observe.health import stall_of
 from garmexport.observe.logs import log_event
 from garmexport.pipeline.messages import (

@@ -27,7 +27,7 @@ from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
 from garmexport.pipeline.unfinished import Unfinished
 
 if TYPE_CHECKING:
-    from garmexport.pipeline.kafka_source import KafkaSource
+    from garmexport.kafka.source import KafkaSource
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def run_export(config: Config, instance: str | None = None,
                source: KafkaSource | None = None, stop_report: str | None = None) -> int:
     """Export until stopped (signal) or failed; return the process exit code.
 
-    ``source``: a KafkaSource subscribed early (see :class:`garmexport.pipeline.kafka_source.KafkaSource`),
+    ``source``: a KafkaSource subscribed early (see :class:`garmexport.kafka.source.KafkaSource`),
     or None to subscribe when the reader starts. ``stop_report``: a file that a forced stop
     writes its ``stop_forced`` fields to (JSON), for a reader's supervisor to sum up.
     """

@@ -53,7 +53,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         _log_as(config, args.reader)
     elif _metrics_port_busy(config):
         return 2
-    from garmexport.pipeline.kafka_source import KafkaSource
+    from garmexport.kafka.source import KafkaSource
 
     _prepare_root(args, config)
     if config.jvm.takeover and args.reader is None:  # a reader's supervisor did it

@@ -26,7 +26,7 @@ from garmexport.settings.config import Config
 from garmexport.errors import ConfigError, GarmexportError
 
 if TYPE_CHECKING:  # live parts, named for their type only: messages import no consumer
-    from garmexport.pipeline.kafka_source import KafkaSource
+    from garmexport.kafka.source import KafkaSource
     from garmexport.pipeline.unfinished import Unfinished
 
 

@@ -42,7 +42,7 @@ CATEGORIES = [
                                      "reader_gauges.py", "flusher.py", "store_watch.py",
                                      "ledger.py", "marker_", "flush.py", "recovery.py")),
     ("metrics", ("metrics.py", "prometheus_client")),
-    ("Kafka: consume, one object per record", ("kafka_source.py", "confluent_kafka")),
+    ("Kafka: consume, one object per record", ("kafka/source.py", "confluent_kafka")),
     ("actors, messages (thespian)", ("thespian", "escalation.py", "messages.py")),
     ("floor's own loop", ("plain_pipeline.py", "native_floor.py")),
 ]

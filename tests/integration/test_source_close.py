@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from garmexport.settings.load import load_config
-from garmexport.pipeline.kafka_source import KafkaSource
+from garmexport.kafka.source import KafkaSource
 from tests.integration.harness import produce
 
 

@@ -20,7 +20,7 @@ from garmexport.kafka.client_callbacks import client_log_settings
 
 CLIENTS = {"Consumer", "Producer", "AdminClient"}
 # module -> why its client needs no client_log_settings in the call itself
-ROUTED_ELSEWHERE = {"pipeline/kafka_source.py": "KafkaSignals.settings merged into its settings",
+ROUTED_ELSEWHERE = {"kafka/source.py": "KafkaSignals.settings merged into its settings",
                     "settings/kafka_keys.py": "its probe never connects; a logger of its own drops its lines"}
 
 
