@@ -36,12 +36,11 @@ from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.marker_writer import MarkerWriter
 from garmexport.pipeline.reader_gauges import set_partition_gauges, set_writer_gauges
 from garmexport.pipeline.reader_state import Assigned, KafkaPort
-from garmexport.pipeline.jvm_recovery import JvmScan
-from garmexport.pipeline.jvm_takeover import record_takeover
+from garmexport.pipeline.jvm_takeover import AtAssignment
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.protocol.flush import tick_wanted
 from garmexport.protocol.resume import Chain
-from garmexport.pipeline.router import ORIGINS, exported_origins, KafkaRecord, Window, route
+from garmexport.pipeline.router import ORIGINS, KafkaRecord, Window, route
 from garmexport.storage.base import Storage
 from garmexport.pipeline.store_episode import StoreEpisode
 from garmexport.pipeline.store_watch import StoreWatch
@@ -76,7 +75,7 @@ class Coordinator:
         self.registrar = registrar
         #: whether ``first_record`` was logged: once per reader, so once per process
         self.first_record_logged = False
-        self._jvm: JvmScan | None = None
+        self._jvm = AtAssignment(storage, config)
 
     @property
     def paused(self) -> bool:
@@ -106,29 +105,12 @@ class Coordinator:
         log_event(log, "assigned", partitions=sorted(seeks), seeks=seeks)
         return seeks
 
-    def _jvm_scan(self) -> JvmScan | None:
-        """The JVM exporter's offsets in this root (``[jvm] takeover``), read lazily, once
-        per process: a partition with markers never reads them."""
-        if self._jvm is None and self.cfg.jvm.takeover:
-            self._jvm = JvmScan(self.storage, exported_origins(), self.cfg.jvm.cluster)
-        return self._jvm
-
-    def _record_takeover(self, p: int, jvm: JvmScan) -> None:
-        """Write what the JVM exporter's files were at the takeover, before the first seek
-        (recovery compares them at every later start)."""
-        src = self.cfg.source
-        takeover, _ = record_takeover(self.storage, src.cluster, src.topic, p, jvm)
-        if takeover is None:
-            return
-        log_event(log, "jvm_takeover", partition=p, since=takeover.since,
-                  lows={o: f.offset for o, f in sorted(takeover.found.items())})
-
     def _start(self, p: int) -> int | None:
         src = self.cfg.source
-        jvm = self._jvm_scan()
+        jvm = self._jvm.scan()
         rec = read_partition_state(self.storage, src.cluster, src.topic, p, jvm)
         if rec.jvm and rec.takeover is None and jvm is not None:
-            self._record_takeover(p, jvm)
+            self._jvm.record(p, jvm)
         seek = rec.state.seek()
         self._epoch += 1
         ledger = PartitionLedger.start(rec.state, ORIGINS, -1 if seek is None else seek)

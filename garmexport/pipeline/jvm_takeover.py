@@ -81,6 +81,32 @@ def record_takeover(storage: Storage, source: str, topic: str, partition: int,
     return takeover, path
 
 
+class AtAssignment:
+    """The takeover's part in a partition's start, for the coordinator
+    (:mod:`garmexport.pipeline.coordinator`): the JVM exporter's offsets in this root
+    (``[jvm] takeover``), read lazily and once per process (a partition with markers never
+    reads them), and the record of what its files were at the takeover."""
+
+    def __init__(self, storage: Storage, config: Config) -> None:
+        self._storage, self._cfg = storage, config
+        self._scan: JvmScan | None = None
+
+    def scan(self) -> JvmScan | None:
+        if self._scan is None and self._cfg.jvm.takeover:
+            self._scan = JvmScan(self._storage, exported_origins(), self._cfg.jvm.cluster)
+        return self._scan
+
+    def record(self, p: int, jvm: JvmScan) -> None:
+        """Write what the JVM exporter's files were at the takeover, before the first seek
+        (recovery compares them at every later start)."""
+        src = self._cfg.source
+        takeover, _ = record_takeover(self._storage, src.cluster, src.topic, p, jvm)
+        if takeover is None:
+            return
+        log_event(log, "jvm_takeover", partition=p, since=takeover.since,
+                  lows={o: f.offset for o, f in sorted(takeover.found.items())})
+
+
 def take_over(storage: Storage, source: str, topic: str, partitions: Iterable[int], jvm: JvmScan,
               *, dry_run: bool = False,
               progress: Callable[[TakenOver], None] = lambda _: None) -> list[TakenOver]:
