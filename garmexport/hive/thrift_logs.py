@@ -22,7 +22,7 @@ import logging
 import time
 
 from garmexport.observe.logs import log_event
-from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.observe.repeat_limit import RepeatLimiter, repeat_key
 
 THRIFT_LOGGER = "thrift"
 REPEAT_WINDOW_S = 60.0

@@ -34,7 +34,7 @@ from confluent_kafka import KafkaError
 from garmexport.kafka.broker_link import BrokerLink, Change
 from garmexport.observe.logs import log_event
 from garmexport.process.pause_watch import PauseWatch
-from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.observe.repeat_limit import RepeatLimiter, repeat_key
 
 #: the logger keeps the module's earlier name: operators' filters and dashboards select the
 #: client's ``kafka_log`` lines by it (README, Logs)

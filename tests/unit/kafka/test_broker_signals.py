@@ -19,7 +19,7 @@ from garmexport.kafka.broker_link import BrokerLink, Change
 from garmexport.kafka.client_callbacks import REPEAT_WINDOW_S, KafkaSignals
 from garmexport.observe.logs import configure
 from garmexport.process.pause_watch import Pause
-from garmexport.kafka.repeat_limit import RepeatLimiter, repeat_key
+from garmexport.observe.repeat_limit import RepeatLimiter, repeat_key
 
 FAIL = ("127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection refused "
         "(after {}ms in state CONNECT)")
