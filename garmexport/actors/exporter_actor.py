@@ -15,8 +15,9 @@ import logging
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from garmexport.observe.logs import log_event
+from garmexport.actors.start_messages import StartExport, StartReader
 from garmexport.pipeline.messages import (
-    ExportStopped, Failure, ReaderStopped, StartExport, StartReader, StopExport, StopReader,
+    ExportStopped, Failure, ReaderStopped, StopExport, StopReader,
 )
 from garmexport.actors.reader_actor import ReaderActor
 

@@ -30,8 +30,9 @@ from garmexport.actors.exporter_parts import ExporterParts, assemble
 from garmexport.kafka.source import KafkaSource
 from garmexport.observe.health import stall_of
 from garmexport.observe.logs import log_event
+from garmexport.actors.start_messages import StartReader
 from garmexport.pipeline.messages import (
-    ReaderStopped, StartReader, StopReader, WriterMessage,
+    ReaderStopped, StopReader, WriterMessage,
 )
 from garmexport.pipeline.coordinator import Coordinator
 from garmexport.pipeline.poll_policy import SHORT_POLL_S, lanes_full, poll_timeout_s

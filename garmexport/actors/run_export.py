@@ -23,7 +23,8 @@ from garmexport.process.instance_id import new_instance_id
 from garmexport.settings.config import Config
 from garmexport.actors.exporter_actor import ExporterActor
 from garmexport.observe.logs import log_event
-from garmexport.pipeline.messages import ExportStopped, StartExport, StopExport
+from garmexport.actors.start_messages import StartExport
+from garmexport.pipeline.messages import ExportStopped, StopExport
 from garmexport.pipeline.unfinished import Unfinished
 
 if TYPE_CHECKING:

@@ -3,11 +3,11 @@
 They hold plain values (numbers, strings, tuples), numpy arrays (a batch's offsets, Kafka
 times and days) and small frozen values of the protocol (a writer's ``OriginState``), all
 of which pickle, as thespian requires of messages (the in-process base passes them by
-reference, which would hide a message that does not pickle). Two start messages are
-exceptions, named where they are: they hand an actor live parts of its process once, typed
-(the subscribed Kafka source, the forced stop's snapshot). A writer's start, which hands it
-the store, back-off and pool every writer shares, is ``StartWriter`` in
-:mod:`garmexport.pipeline.writer_start`, with the typed parts it carries. A batch of records
+reference, which would hide a message that does not pickle). The start messages that hand
+an actor live parts of its process once are elsewhere, with the parts they carry:
+``StartExport`` and ``StartReader`` (the subscribed Kafka source, the forced stop's
+snapshot) in :mod:`garmexport.actors.start_messages`, ``StartWriter`` (the store, back-off
+and pool every writer shares) in :mod:`garmexport.pipeline.writer_start`. A batch of records
 is one message; no message carries one event. Errors travel as traceback text, never as
 exception objects.
 """
@@ -16,33 +16,15 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from garmexport.protocol.naming import IntentName
 from garmexport.protocol.resume import OriginState
-from garmexport.settings.config import Config
 from garmexport.errors import ConfigError, GarmexportError
 
-if TYPE_CHECKING:  # live parts, named for their type only: messages import no consumer
-    from garmexport.kafka.source import KafkaSource
-    from garmexport.pipeline.unfinished import Unfinished
 
-
-# external caller <-> exporter (top actor)
-@dataclass(frozen=True)
-class StartExport:
-    config: Config
-    instance: str
-    #: a KafkaSource already subscribed (the join under way), or None to subscribe now;
-    #: a live object, which the in-process actor system passes as it is
-    source: KafkaSource | None = None
-    #: the Unfinished the reader gives its work pool's count of open files, for a forced
-    #: stop's last line (a live object too), or None
-    unfinished: Unfinished | None = None
-
-
+# external caller <-> exporter (top actor); StartExport is in actors/start_messages.py
 @dataclass(frozen=True)
 class StopExport:
     """Commit what is open and stop; ``reason`` goes to the log."""
@@ -80,15 +62,7 @@ class Failure:
                        2 if isinstance(exc, ConfigError) else 1)
 
 
-# exporter -> reader
-@dataclass(frozen=True)
-class StartReader:
-    config: Config
-    instance: str
-    exporter: object  # the top actor's address
-    source: KafkaSource | None = None  # see StartExport
-    unfinished: Unfinished | None = None  # see StartExport
-
+# exporter -> reader; StartReader is in actors/start_messages.py
 
 # reader -> writer (StartWriter, which carries live parts, is in pipeline.writer_start)
 @dataclass(frozen=True)
