@@ -22,12 +22,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, push_to_gateway, pushadd_to_gateway, write_to_textfile
 from prometheus_client.parser import text_string_to_metric_families
 
-from garmexport.settings.config import CompactionConfig
 from garmexport.observe.logs import log_event
 from garmexport.observe.metrics import CompactionMetrics
 
@@ -37,7 +36,18 @@ PUSH_TIMEOUT_S = 10.0
 _LAST_SUCCESS = "garmexport_compaction_last_success_timestamp_seconds"
 
 
-def reported(config: CompactionConfig, root_uri: str, dry_run: bool, run: Callable[[], Any],
+class Targets(Protocol):
+    """Where a run's outcome goes: the ``[compaction]`` settings of the same names
+    (``settings.config.CompactionConfig``); empty: not there."""
+
+    @property
+    def pushgateway_url(self) -> str: ...
+
+    @property
+    def metrics_textfile(self) -> str: ...
+
+
+def reported(config: Targets, root_uri: str, dry_run: bool, run: Callable[[], Any],
              wall_s: Callable[[], float] = time.time) -> Any:
     """Call ``run`` (it returns a job.Summary), report its outcome, return its result or
     raise its exception."""
@@ -62,7 +72,7 @@ def reported(config: CompactionConfig, root_uri: str, dry_run: bool, run: Callab
     return summary
 
 
-def report(config: CompactionConfig, root_uri: str, registry: CollectorRegistry,
+def report(config: Targets, root_uri: str, registry: CollectorRegistry,
            metrics: CompactionMetrics, success: bool, finished_s: float) -> None:
     """Send ``registry`` to every configured target; log (never raise) a failed one."""
     if success:
