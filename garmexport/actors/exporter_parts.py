@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
 from garmexport.pipeline.writer_start import WriterSite
 from garmexport.settings.config import Config
+from garmexport.storage.counted import CountedStorage
 from garmexport.storage.open import open_output
 from garmexport.observe.health import (Health, HealthServer, listen_refused, serve,
                                        write_port_file)
@@ -78,7 +79,7 @@ def assemble(
     log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)
     if config.metrics.port_file:
         write_port_file(config.metrics.port_file, server.port)
-    storage = open_output(config.output, instance)
+    storage = CountedStorage(open_output(config.output, instance), metrics.store_call)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
     pool = WorkPool(config.actors.worker_threads())

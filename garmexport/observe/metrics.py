@@ -92,6 +92,9 @@ class Metrics:
         self._markers = counter("markers_written", "Offset markers written.", "partition")
         self._heartbeats = counter("heartbeats", "Markers written by a heartbeat (no data).", "partition")
         self._failures = counter("storage_failures", "Storage operations that raised.", "op")
+        self._store_calls = counter(
+            "store_calls", "Calls to the output store, by kind (list, read, read_tail, exists, "
+            "stage, publish, discard, delete): what the NameNode or object store is asked.", "op")
         self._retries = counter("storage_retries", "Storage operations retried after a failure.", "op")
         self._fencing = counter("fencing_conflicts", "Publishes lost to another owner.", "partition")
         self._rebalances = counter("rebalances", "Partition assignment changes.", "kind")
@@ -201,6 +204,10 @@ class Metrics:
         self._markers.labels(partition).inc()
         if heartbeat:
             self._heartbeats.labels(partition).inc()
+
+    def store_call(self, op: str) -> None:
+        """One call ``op`` to the output store (:mod:`garmexport.storage.counted`)."""
+        self._store_calls.labels(op).inc()
 
     # -- trouble --------------------------------------------------------------------------
     def storage_failure(self, op: str, count: int = 1) -> None:
