@@ -11,6 +11,8 @@ its own consumer group, each as its own process, one after the other:
 2. ``floor``: the native floor, one process with the same consumer settings: frame heads
    per poll (numpy), frames gathered per type, ptars (upb only when it refuses a batch),
    the exporter's Parquet settings per (type, day), no protocol, no actors (native_floor.py);
+   ``floor_pp`` is the same with a file per (type, partition, day), the files garmexport's
+   shape requires (``--per-partition``): what the shape costs, told apart from the rest;
 3. ``plain``: the plainest single-process pipeline doing the same work (plain_pipeline.py);
 4. ``garmexport``: ``garmexport run`` with its defaults, until /metrics shows every record
    consumed and lag 0 on every partition (so everything is published);
@@ -159,17 +161,30 @@ def metrics_port(log: Path) -> int | None:
 
 def scrape(port: int) -> tuple[dict[int, float], dict[int, float]]:
     """(consumed by partition, lag by partition) from the exporter's /metrics."""
+    consumed, lag, _ = scrape_all(port)
+    return consumed, lag
+
+
+def scrape_all(port: int) -> tuple[dict[int, float], dict[int, float], dict[str, float]]:
+    """:func:`scrape`, and the calls to the output store by kind (summed over readers)."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     consumed: dict[int, float] = {}
     lag: dict[int, float] = {}
+    calls: dict[str, float] = {}
     for line in text.splitlines():
+        call = re.match(r'garmexport_store_calls_total\{(.*)\} (\S+)$', line)
+        if call:
+            op = re.search(r'op="(\w+)"', call.group(1))
+            if op:
+                calls[op.group(1)] = calls.get(op.group(1), 0.0) + float(call.group(2))
+            continue
         m = re.match(r'garmexport_(events_consumed_total|consumer_lag_offsets)\{(.*)\} (\S+)$', line)
         if m:
             part = re.search(r'partition="(\d+)"', m.group(2))
             if part:
                 target = consumed if m.group(1).startswith("events") else lag
                 target[int(part.group(1))] = float(m.group(3))
-    return consumed, lag
+    return consumed, lag, calls
 
 
 def data_files(out: Path) -> list[Path]:
@@ -230,11 +245,13 @@ def run_exporters(name: str, instances: int, env: dict[str, str], events: int,
                         raise RuntimeError(f"{name} exited with {p.returncode}; see {log}")
                 ports = [port or metrics_port(log) for port, log in zip(ports, logs)]
                 if all(ports):
-                    consumed, lag = 0.0, {}
+                    consumed, lag, calls = 0.0, {}, {}
                     for port in ports:
-                        c, lg = scrape(port)
+                        c, lg, calls_one = scrape_all(port)
                         consumed += sum(c.values())
                         lag.update(lg)
+                        for op, n in calls_one.items():
+                            calls[op] = calls.get(op, 0.0) + n
                     if consumed >= events and consumed_at is None:
                         consumed_at = time.time()
                     if consumed >= events and len(lag) == partitions and not any(lag.values()):
@@ -257,7 +274,7 @@ def run_exporters(name: str, instances: int, env: dict[str, str], events: int,
             "steady_cpu_s": usage.cpu_s - sum(float(r["process_cpu_s"]) for r in firsts),
             "consumed_s": consumed_at, "cpu_s": usage.cpu_s, "peak_rss": usage.peak_rss_bytes,
             "peak_pss": usage.peak_pss_bytes, "files": len(data_files(out)),
-            "exit_code": [p.returncode for p in procs]}
+            "store_calls": calls, "exit_code": [p.returncode for p in procs]}
 
 
 def summarize(raw: dict, events: int, value_bytes: int) -> dict:
@@ -280,6 +297,9 @@ def summarize(raw: dict, events: int, value_bytes: int) -> dict:
         "peak_pss_mb": round(raw.get("peak_pss", 0) / MB, 1),
         "files": raw["files"],
     }
+    if raw.get("store_calls"):  # an exporter's, from /metrics when it was done
+        row["store_calls_per_million"] = round(sum(raw["store_calls"].values()) / events * 1e6)
+        row["store_calls"] = {op: int(n) for op, n in sorted(raw["store_calls"].items())}
     if raw.get("assigned_s"):
         row["assigned_s"] = round(raw["assigned_s"] - raw["started_s"], 2)
     if raw.get("consumed_s"):
@@ -461,8 +481,9 @@ def main(argv: list[str] | None = None) -> int:
                                   args.days, bad_share=args.bad_share)
         n = produced["total"]
         measured: dict[str, list[dict]] = {}
-        programs = {"read": "read_limit.py", "floor": "native_floor.py",
-                    "plain": "plain_pipeline.py"}
+        programs = {"read": ("read_limit.py", []), "floor": ("native_floor.py", []),
+                    "floor_pp": ("native_floor.py", ["--per-partition"]),
+                    "plain": ("plain_pipeline.py", [])}
         for attempt in range(args.repeat):
             for name in runs:
                 group = f"bench-{name}-{attempt}"
@@ -471,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
                           "--events", str(n)]
                 print(f"run {attempt + 1}/{args.repeat}: {name}", flush=True)
                 if name in programs:
-                    outs = [] if name == "read" else ["--out", str(out)]
-                    raw = run_program(name, programs[name], [*common, *outs], work)
+                    script, options = programs[name]
+                    outs = [] if name == "read" else ["--out", str(out), *options]
+                    raw = run_program(name, script, [*common, *outs], work)
                 else:
                     base, _, tag = name.partition("+")
                     aged = {"GARMEXPORT_WRITER_MAX_FILE_AGE_S": "5"} if base.endswith(AGED) else {}

@@ -12,7 +12,8 @@ partition from the client:
   decoder the floor's way (:func:`garmexport.wire.columns.decode_batch` with
   ``check_first=False``: ptars first, upb only when ptars refuses the batch; not exact,
   see that function);
-- keeps the tables per (type, day) and writes one Parquet file per group with the
+- keeps the tables per (type, day) (per (type, partition, day) with ``--per-partition``:
+  the files garmexport's shape requires) and writes one Parquet file per group with the
   exporter's Parquet settings (:func:`garmexport.pipeline.parquet_io.to_parquet_bytes`:
   zstd, 256k-row groups, dictionaries except on the all-distinct columns) when it is
   large enough, over the budget, or at the end (``plain_pipeline.Sink``), without fsync.
@@ -90,7 +91,7 @@ class Gather:
         event_type = REGISTRY[key // _PARTITIONS]
         table, _failures = decode_batch(event_type, values, key % _PARTITIONS,
                                         np.concatenate(offsets), check_first=False)
-        self.sink.add(event_type.output, table)
+        self.sink.add(event_type.output, table, key % _PARTITIONS)
 
     def finish(self) -> None:
         for key in list(self.pending):
@@ -100,7 +101,8 @@ class Gather:
 def main(argv: list[str] | None = None) -> int:
     start = time.time()
     args = arguments(__doc__, argv)
-    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_like_exporter)
+    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_like_exporter,
+                args.per_partition)
     gather = Gather(sink, args.batch)
     return run(args, start, sink, gather.poll, gather.finish)
 

@@ -47,23 +47,27 @@ MS_PER_DAY = 86_400_000
 
 
 class Sink:
-    """Tables per (output, epoch day); written as one Parquet file per group when flushed."""
+    """Tables per (output, epoch day), or per (output, partition, epoch day) with
+    ``per_partition`` (the files garmexport's shape requires: one writer per type and
+    partition); written as one Parquet file per group when flushed."""
 
     def __init__(self, out: Path, file_rows: int, budget_bytes: int,
-                 write_file: Callable[[pa.Table, Path], None] | None = None) -> None:
+                 write_file: Callable[[pa.Table, Path], None] | None = None,
+                 per_partition: bool = False) -> None:
         self.out, self.file_rows, self.budget_bytes = out, file_rows, budget_bytes
         self.write_file = write_file or write_zstd
-        self.groups: dict[tuple[str, int], list[pa.Table]] = {}
-        self.rows: dict[tuple[str, int], int] = {}
-        self.nbytes: dict[tuple[str, int], int] = {}
+        self.per_partition = per_partition
+        self.groups: dict[tuple[str, int, int], list[pa.Table]] = {}
+        self.rows: dict[tuple[str, int, int], int] = {}
+        self.nbytes: dict[tuple[str, int, int], int] = {}
         self.files = 0
         self.written_rows = 0
 
-    def add(self, output: str, table: pa.Table) -> None:
+    def add(self, output: str, table: pa.Table, partition: int = 0) -> None:
         days = pc.divide(table.column("timestamp"), MS_PER_DAY)  # integer division (int64)
         for day in pc.unique(days).to_pylist():
             part = table.filter(pc.equal(days, day))
-            key = (output, day)
+            key = (output, partition if self.per_partition else -1, day)
             self.groups.setdefault(key, []).append(part)
             self.rows[key] = self.rows.get(key, 0) + part.num_rows
             self.nbytes[key] = self.nbytes.get(key, 0) + part.nbytes
@@ -72,8 +76,8 @@ class Sink:
         while self.nbytes and sum(self.nbytes.values()) > self.budget_bytes:
             self.write(max(self.nbytes, key=self.nbytes.__getitem__))
 
-    def write(self, key: tuple[str, int]) -> None:
-        output, day = key
+    def write(self, key: tuple[str, int, int]) -> None:
+        output, _, day = key
         tables = self.groups.pop(key)
         self.rows.pop(key), self.nbytes.pop(key)
         directory = self.out / output / f"day={day_name(day)}"
@@ -105,6 +109,9 @@ def arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--file-rows", type=int, default=1_000_000)
     parser.add_argument("--budget-bytes", type=int, default=256 * 1024 * 1024)
     parser.add_argument("--timeout-s", type=float, default=600.0)
+    parser.add_argument("--per-partition", action="store_true",
+                        help="a file per (type, partition, day), as garmexport's shape "
+                        "requires, not per (type, day)")
     return parser.parse_args(argv)
 
 
@@ -143,14 +150,14 @@ def run(args: argparse.Namespace, start: float, sink: Sink,
 def main(argv: list[str] | None = None) -> int:
     start = time.time()
     args = arguments(__doc__, argv)
-    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes)
+    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, None, args.per_partition)
     pending: dict[tuple[int, int], tuple[list[bytes], list[int]]] = {}
 
     def decode(key: tuple[int, int]) -> None:
         values, offsets = pending.pop(key)
         event_type = REGISTRY[key[0]]
         table, _failures = decode_batch(event_type, values, key[1], offsets)
-        sink.add(event_type.output, table)
+        sink.add(event_type.output, table, key[1])
 
     def on_poll(msgs: list[Message]) -> None:
         for msg in msgs:
