@@ -93,7 +93,7 @@ class Metrics:
         self._heartbeats = counter("heartbeats", "Markers written by a heartbeat (no data).", "partition")
         self._failures = counter("storage_failures", "Storage operations that raised.", "op")
         self._store_calls = counter(
-            "store_calls", "Calls to the output store, by kind (list, read, read_tail, exists, "
+            "store_calls", "Calls to the output store, by kind (list, read, read_tail, exists, put, "
             "stage, publish, discard, delete): what the NameNode or object store is asked.", "op")
         self._retries = counter("storage_retries", "Storage operations retried after a failure.", "op")
         self._fencing = counter("fencing_conflicts", "Publishes lost to another owner.", "partition")

@@ -3,11 +3,14 @@
 A small file costs the store as much as a big one, so how many calls an exporter makes per
 event is a cost of its own (README, Sizing). :class:`CountedStorage` wraps the store an
 exporter opens and calls ``count(op)`` before each call it passes on: ``list``, ``read``,
-``read_tail``, ``exists``, ``stage`` (a temp file created and written), ``publish`` (a
-rename, or a conditional copy on an object store), ``discard`` and ``delete`` (a temp
-file's or a directory's removal by the temp collection counts as ``delete`` too).
-``put_exclusive`` and ``gc_temp`` are the base class's, over the counted calls. Nothing
-else changes: the wrapped store's errors, retries and answers pass through as they are.
+``read_tail``, ``exists``, ``put`` (a file created under its final name: a data file, an
+intent or a marker; a temp file and an exclusive rename, or a conditional copy on an
+object store, or created in place for an empty intent on a local disk: the store's own
+``put_exclusive``), ``stage``, ``publish`` and ``discard`` (the same steps called one by
+one), and ``delete`` (a temp file's or a directory's removal by the temp collection counts
+as ``delete`` too). ``gc_temp`` is the base class's, over the counted calls. Nothing else
+changes: each call goes to the wrapped store's own method, whose errors, retries and
+answers pass through as they are.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ class CountedStorage(Storage):
     def exists(self, path: str) -> bool:
         self._count("exists")
         return self.inner.exists(path)
+
+    def put_exclusive(self, path: str, data: bytes) -> None:
+        self._count("put")
+        self.inner.put_exclusive(path, data)
 
     def stage(self, data: bytes) -> Staged:
         self._count("stage")
