@@ -1,6 +1,7 @@
 """Where one instance's GIL-held time goes, against the native floor, per category.
 
-``python tests/bench/profile_instance.py [--events 200000] [--rate 250] [--parallelism N] [--workdir DIR]``
+``python tests/bench/profile_instance.py [--events 200000] [--rate 250] [--parallelism N]
+[--partitions 4] [--per-partition-floor] [--workdir DIR]``
 
 Produces ``--events`` records as ``bench_pipeline.py`` does (0.2 % bad), then runs the
 native floor and one ``garmexport run`` (5 s file age, so the tail is short) in turn, as the
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallelism", type=int, default=0,
                         help="the exporter's actors.parallelism (0: its default, the usable "
                         "CPUs); the readers are sampled with the supervisor")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--per-partition-floor", action="store_true",
+                        help="the floor writes a file per (type, partition, day), the files "
+                        "garmexport's shape requires (bench_pipeline's floor_pp)")
     parser.add_argument("--workdir", help="keep logs and profiles here (default: temp dir)")
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy")
@@ -97,18 +102,20 @@ def main(argv: list[str] | None = None) -> int:
     bp.spawn = spawn_sampled  # both runs below start their process through it
     broker = None
     try:
-        broker = bp.start_with_topic(work, "garmadon", 4)
-        produced = bp.produce_events(broker.bootstrap, "garmadon", args.events, 4, 3,
-                                     bad_share=0.002)
+        broker = bp.start_with_topic(work, "garmadon", args.partitions)
+        produced = bp.produce_events(broker.bootstrap, "garmadon", args.events,
+                                     args.partitions, 3, bad_share=0.002)
         n = produced["total"]
         common = ["--bootstrap", broker.bootstrap, "--topic", "garmadon", "--events", str(n)]
         raw = {"floor": bp.run_program("floor", "native_floor.py",
                                        [*common, "--group", "p-floor", "--out",
-                                        str(work / "out-floor")], work)}
+                                        str(work / "out-floor"),
+                                        *(["--per-partition"] if args.per_partition_floor
+                                          else [])], work)}
         env = bp.exporter_env(broker.bootstrap, "garmadon", "p-exporter", work / "out-exporter",
                               GARMEXPORT_WRITER_MAX_FILE_AGE_S="5",
                               GARMEXPORT_ACTORS_PARALLELISM=str(args.parallelism))
-        raw["garmexport"] = bp.run_exporters("garmexport", 1, env, n, 4, work,
+        raw["garmexport"] = bp.run_exporters("garmexport", 1, env, n, args.partitions, work,
                                              work / "out-exporter")
     finally:
         if broker is not None:
