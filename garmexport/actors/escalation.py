@@ -14,6 +14,12 @@ from typing import Any
 from garmexport.pipeline.messages import Failure
 
 
+def escalate(actor: Any, sender: Any, where: str, exc: BaseException) -> None:
+    """Send the Failure of ``exc``, caught in ``where``, to ``actor.exporter`` (to
+    ``sender`` before the actor knows it); call it in the ``except`` block."""
+    actor.send(getattr(actor, "exporter", None) or sender, Failure.of(where, exc))
+
+
 def escalating(where: str) -> Callable:
     """Decorate a handler: any exception becomes a Failure sent to ``self.exporter``."""
 
@@ -23,8 +29,7 @@ def escalating(where: str) -> Callable:
             try:
                 handler(self, msg, sender)
             except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
-                target = getattr(self, "exporter", None) or sender
-                self.send(target, Failure.of(where, exc))
+                escalate(self, sender, where, exc)
         return run
 
     return wrap

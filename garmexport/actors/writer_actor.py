@@ -21,8 +21,8 @@ from typing import get_args
 
 from thespian.actors import Actor
 
-from garmexport.actors.escalation import escalating
-from garmexport.pipeline.messages import Failure, WriterMessage
+from garmexport.actors.escalation import escalate, escalating
+from garmexport.pipeline.messages import WriterMessage
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.work_lanes import Lane
 from garmexport.pipeline.writer_gate import Admit, WriterGate
@@ -48,7 +48,7 @@ class WriterActor(Actor):
             try:
                 self._take(msg)  # type: ignore[arg-type]
             except Exception as exc:  # noqa: BLE001 - every surprise stops the exporter
-                self.send(self.exporter or sender, Failure.of(f"writer {type(msg).__name__}", exc))
+                escalate(self, sender, f"writer {type(msg).__name__}", exc)
         # thespian's own messages (an exit request, ...) need nothing from a writer
 
     @escalating("writer start")
