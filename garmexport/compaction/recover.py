@@ -132,7 +132,7 @@ def advance(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_cr
         # the view's fill and the flip was in the day directory when metastore readers
         # left it; without this it reached them only at the next sweep, seconds or a
         # Spark start later (issue 32). The steps of the crash hooks keep their order.
-        apply(fs, fill_view(journal, _present(fs, journal, True), jpath), _no_crash)
+        effects.sweep()
         window = apply(fs, actions[flip + 1:], crash, effects)
     if Delete(jpath) in actions:  # over (a swapped day only flips back and cleans up)
         return Outcome(window)
