@@ -119,7 +119,7 @@ class Coordinator:
                               markers=dict(rec.markers), intents=set(rec.intents),
                               keep=self.cfg.protocol.marker_keep)
         states = {o: rec.state.for_origin(o) for o in ORIGINS}
-        a = Assigned(self._epoch, ledger, {o: s.low for o, s in states.items()}, keeper,
+        a = Assigned(self._epoch, ledger, keeper,
                      PositionTimes.start(rec.markers.values(), self._wall_ms()),
                      states=states)
         log_event(log, "partition_recovered", level=logging.DEBUG, partition=p, seek=seek,

@@ -12,6 +12,7 @@ their own methods. The reader alone adds and removes partitions.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -62,7 +63,6 @@ class WriterView:
 class Assigned:
     epoch: int
     ledger: PartitionLedger
-    lows: dict[str, int]
     keeper: MarkerKeeper
     #: Kafka times of offsets, for the lag in seconds (lag_time)
     times: PositionTimes
@@ -75,6 +75,12 @@ class Assigned:
     burst: int = 0
     #: per origin, the resume state its writer's reset starts from
     states: dict[str, OriginState] = field(default_factory=dict)
+
+    @functools.cached_property
+    def lows(self) -> dict[str, int]:
+        """W per origin at the assignment, from :attr:`states`: what routing skips as
+        committed (computed once; the states do not change within an assignment)."""
+        return {o: s.low for o, s in self.states.items()}
 
     def took_records(self, count: int, now: float, first: tuple[int, int],
                      last: tuple[int, int]) -> None:

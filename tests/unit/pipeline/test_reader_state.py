@@ -16,7 +16,7 @@ ORIGINS = ("fs", "gc")
 
 def assigned() -> Assigned:
     ledger = PartitionLedger.start(PartitionState(0), ORIGINS, 0)
-    return Assigned(1, ledger, {o: -1 for o in ORIGINS}, MarkerKeeper(1.0, 60.0),
+    return Assigned(1, ledger, MarkerKeeper(1.0, 60.0),
                     PositionTimes(0))
 
 
