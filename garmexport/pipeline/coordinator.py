@@ -30,7 +30,6 @@ from garmexport.observe.lag_time import PositionTimes, waiting
 from garmexport.protocol.ledger import PartitionLedger
 from garmexport.observe.logs import log_event
 from garmexport.protocol.marker_keeper import MarkerKeeper
-from garmexport.protocol.naming import MS_PER_DAY
 from garmexport.pipeline.flusher import Flusher
 from garmexport.pipeline.messages import DropOpen, Tick, WriterMessage, WriterReport
 from garmexport.observe.metrics import Metrics
@@ -64,9 +63,7 @@ class Coordinator:
     ) -> None:
         self.cfg, self.instance, self.storage, self.metrics = config, instance, storage, metrics
         self._send, self._kafka, self._clock, self._wall_ms = send, kafka, clock, wall_ms
-        p = config.protocol
-        self.window = Window(int(p.event_time_past_days * MS_PER_DAY), int(p.event_time_future_s * 1000),
-                             clamp=p.out_of_window == "clamp")
+        self.window = Window.of(config.protocol)
         self.assigned: dict[int, Assigned] = {}
         self._epoch = 0
         self.markers = MarkerWriter(config, instance, storage, metrics, clock, wall_ms)

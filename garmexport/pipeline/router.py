@@ -41,6 +41,7 @@ from garmexport.wire.events import REGISTRY
 from garmexport.wire.frame_arrays import HEAD_DTYPE
 from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head
 from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY, quarantine_day
+from garmexport.settings.config import ProtocolConfig
 
 #: marker -> origin (output name); "" for known types that are not exported
 ORIGIN_OF_MARKER: Mapping[int, str] = {m: (t.output or "") for m, t in REGISTRY.items()}
@@ -69,6 +70,14 @@ class Window:
     past_ms: int
     future_ms: int
     clamp: bool = False
+
+    @staticmethod
+    def of(protocol: ProtocolConfig) -> Window:
+        """The window the configuration sets (``protocol.event_time_*``, ``out_of_window``):
+        the exporter's, and ``repair``'s, which must route every record as it does."""
+        return Window(int(protocol.event_time_past_days * MS_PER_DAY),
+                      int(protocol.event_time_future_s * 1000),
+                      clamp=protocol.out_of_window == "clamp")
 
 
 def _no_ints() -> np.ndarray:
