@@ -13,7 +13,8 @@ This module parses the arguments, builds the one :class:`~garmexport.settings.co
 
 ====  =========================================================================
 0     success
-1     failure at run time (broker, storage, protocol violation, verify found a problem)
+1     failure at run time (broker, storage, protocol violation, verify found a problem,
+      repair left a gap)
 2     usage or configuration error; subcommand not available
 130   interrupted (Ctrl-C; ``run``: a second SIGINT while stopping)
 141   the reader of the output went away (``garmexport produce ... | head -1``): the rest
@@ -62,6 +63,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Read every data and quarantine file under the output root and check that\n"
                "each record of the topic is held exactly once. Exit 1 on any finding: a\n"
                "loss, a duplicate, a file that disagrees with itself or cannot be read."),
+    "repair": ("fill the gaps verify finds from the broker, exactly once",
+               "Read the records no visible row holds from the broker and publish those at\n"
+               "or below their type's committed point into their dataset and day (or the\n"
+               "quarantine), exactly once. A dry run unless --apply. Exit 1 while a gap is\n"
+               "left (a dry run with rows to add, records lost for good)."),
     "demo": ("run the end-to-end demo",
              "Start a local broker, produce generated events, export them, compact, and\n"
              "verify that every event is in the output exactly once."),
@@ -79,7 +85,8 @@ _NOT_AVAILABLE = 2
 PIPE_CLOSED = 141
 EXIT_CODES = """exit codes:
   0    success
-  1    failure at run time (broker, storage, protocol violation, verify found a problem)
+  1    failure at run time (broker, storage, protocol violation, verify found a problem,
+       repair left a gap)
   2    usage or configuration error; subcommand not available
   130  interrupted (Ctrl-C; run: a second SIGINT while stopping)
   141  the reader of the output went away (| head): the rest is dropped quietly

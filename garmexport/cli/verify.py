@@ -39,17 +39,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class Ticker:
-    """Prints ``text()`` to stderr when ``every_s`` have passed since the last line."""
+    """Prints ``text()`` to stderr when ``every_s`` have passed since the last line, as a
+    progress line of ``command``."""
 
-    def __init__(self, every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.every_s, self.clock = every_s, clock
+    def __init__(self, every_s: float, clock: Callable[[], float] = time.monotonic,
+                 command: str = "verify") -> None:
+        self.every_s, self.clock, self.command = every_s, clock, command
         self.started = self.last = clock()
 
     def __call__(self, text: Callable[[float], str], force: bool = False) -> None:
         now = self.clock()
         if force or now - self.last >= self.every_s:
             self.last = now
-            logs.progress("verify", text(now - self.started))
+            logs.progress(self.command, text(now - self.started))
 
 
 def main(args: argparse.Namespace, config: Config) -> int:

@@ -1,0 +1,176 @@
+"""``garmexport repair``: fill the gaps ``verify`` finds from the broker, exactly once.
+
+One mode so far, gaps: records of the topic that no visible row holds, that the broker
+still holds, and that are at or below W of their type in their partition (committed as
+far as the exporters' resume is concerned, so no exporter will ever write them again) are
+read from the broker and published by the exporter's own writer into their dataset and
+day, or into ``_quarantine`` (:mod:`garmexport.tools.repair_gaps` the plan,
+:mod:`garmexport.tools.repair_apply` its execution). A dry run by default: it prints per
+dataset (or quarantine) and day the rows it would add, from which partition and offsets;
+``--apply`` publishes them. Missing records above W are in flight (an exporter writes
+them) and left alone; records retention took are reported as lost for good.
+
+Order matters: the committed state first, the output second, the topic third (the plan
+module says why). Exit status: 0 when no gap below the committed points is left (after
+``--apply``), 1 when one is (a dry run with something to add, a record lost for good, a
+publish that met another's file, a file that could not be read), 2 for a configuration
+error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+
+from garmexport.cli.arg_types import non_negative_float, positive_float
+from garmexport.cli.verify import Ticker
+from garmexport.errors import BrokerError
+from garmexport.settings.config import Config
+
+_SHOWN = 10  # stretches printed per (place, day)
+HELP = """Fill the gaps 'garmexport verify' reports from the broker, exactly once.
+
+A record is filled when no visible row holds it, the broker still holds it, and its offset
+is at or below W (the committed point) of its type in its partition, as the exporters'
+resume reads it from the markers: no exporter will write it again. It is routed and
+decoded by the exporter's rules and published into <type>/day=D/ (or _quarantine/day=D/)
+under a name that follows from what the file holds, with the exporter's exclusive publish:
+a rerun after a kill, or two repairs at once, never publish a record twice. Missing
+records above W are in flight: the exporters write them, repair leaves them. Records the
+broker no longer holds (retention) are listed as lost for good. Reads the whole topic from
+the broker, like verify.
+
+Without --apply, prints the plan and writes nothing.
+
+exit status: 0 no gap below the committed points is left; 1 something is left (a dry run
+with rows to add, records lost for good, a conflict or an unreadable file); 2 configuration
+error."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = HELP
+    parser.add_argument("--apply", action="store_true",
+                        help="publish the missing records (default: a dry run, printing "
+                             "what would be added)")
+    parser.add_argument("--timeout-s", type=positive_float, default=600.0, metavar="S",
+                        help="longest time to read the topic to its end (default 600)")
+    parser.add_argument("--progress-s", type=non_negative_float, default=5.0, metavar="S",
+                        help="print progress to stderr at most every S seconds (default 5)")
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    from garmexport.pipeline.recovery import read_partition_state
+    from garmexport.pipeline.router import OriginBatch, Window, route
+    from garmexport.storage.options import from_output
+    from garmexport.storage.root_check import open_existing
+    from garmexport.tools.broker_scan import partitions_of, scan
+    from garmexport.tools.repair_apply import apply
+    from garmexport.tools.repair_gaps import lost_runs, plan
+    from garmexport.tools.verify import check_topic, read_output
+    from garmexport.tools.verify_jvm import read_jvm
+
+    src = config.source
+    tick = Ticker(args.progress_s, command="repair")
+    storage = open_existing(config.output.root, f"repair-{os.getpid()}",
+                            from_output(config.output))
+    try:
+        parts = partitions_of(config.consumer_settings(), src.topic)
+    except BrokerError as exc:
+        raise BrokerError(f"{exc}; repair reads the missing records from the broker") from None
+    # 1. the committed state, before the output (a record committed then is listed next)
+    states = {p: read_partition_state(storage, src.cluster, src.topic, p).state for p in parts}
+
+    # 2. the output, as verify reads it
+    def reading(done: int, total: int, rows: int) -> None:
+        tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
+
+    unreadable: list = []
+    topics: Counter[str] = Counter()
+    held, _ = read_output(storage, src.topic, reading, None, unreadable, topics)
+    jvm = read_jvm(storage, held, config.jvm.cluster, reading)
+    check_topic(src.topic, held, topics, config.output.root)
+
+    # 3. the topic: every record no row holds, routed as the exporter routes it
+    window = Window.of(config.protocol)
+    missing: dict[tuple[int, str], OriginBatch] = {}
+    first: dict[int, int] = {}
+    seen = [0]
+
+    def on_records(partition: int, records: list) -> None:
+        if records:
+            first.setdefault(partition, records[0].offset())
+        seen[0] += len(records)
+        absent = [r for r in records if (partition, r.offset()) not in held]
+        if absent:
+            for origin, batch in route(absent, {}, window).batches.items():
+                got = missing.get((partition, origin))
+                if got is None:
+                    missing[(partition, origin)] = batch
+                else:
+                    got.extend(batch)
+        tick(lambda s: f"reading topic {src.topic!r}: {seen[0]} records, {s:.0f} s")
+
+    ends = scan(config.consumer_settings(), src.topic, on_records, timeout_s=args.timeout_s)
+    held_by: dict[int, list[int]] = {}
+    for p, o in held:
+        held_by.setdefault(p, []).append(o)
+    lost = [run for p in parts
+            for run in lost_runs(p, held_by.get(p, []), first.get(p, ends.get(p, 0)))]
+    todo = plan(missing, states, lost)
+    _print_plan(todo, args.apply)
+    problems = [u.describe() for u in unreadable + jvm.unreadable]
+    for line in problems[:_SHOWN]:
+        print(f"unreadable file {line}")
+    if problems and todo.fills:
+        print("not applied: a file that cannot be read holds rows no listing can see (or "
+              "was deleted while read, as compaction does): fix it, then run repair again")
+    if not args.apply or problems:
+        return _summary(todo, 0, 0, problems, applied=False)
+
+    def on_file(fill, p) -> None:  # noqa: ANN001 - Fill, Published
+        print(f"published {p.path}: {p.rows} rows, offsets {p.first_offset}..{p.last_offset}",
+              flush=True)
+
+    done = apply(config, storage, todo.fills, on_file)
+    for fill, path in done.conflicts:
+        print(f"conflict: {path} was published by another writer first (another repair?); "
+              f"partition {fill.partition} {fill.origin}: run repair again to recompute")
+    if done.hive_problem:
+        print(f"hive: the repaired days are not all registered ({done.hive_problem}); "
+              "garmexport compact registers them")
+    rows = sum(p.rows for _, p in done.published)
+    return _summary(todo, rows, len(done.published), problems + [p for _, p in done.conflicts],
+                    applied=True)
+
+
+def _print_plan(todo, apply: bool) -> None:  # noqa: ANN001 - Plan
+    verb = "adding" if apply else "would add"
+    for (place, day), found in todo.by_place(todo.adds).items():
+        print(f"{place}/day={day}: {verb} {sum(s.count for s in found)} rows: "
+              + "; ".join(s.describe() for s in found[:_SHOWN])
+              + (" ..." if len(found) > _SHOWN else ""))
+    for (place, day), found in todo.by_place(todo.in_flight).items():
+        print(f"{place}/day={day}: {sum(s.count for s in found)} rows in flight, left to the "
+              "exporter (above the committed point): "
+              + "; ".join(s.describe() for s in found[:_SHOWN]))
+    for run in todo.lost:
+        print(f"lost for good: partition {run.partition} offsets {run.first}..{run.last} "
+              f"({run.count}): no row holds them and the broker no longer does (retention); "
+              "records of a type that is not exported cannot be told apart any more")
+    for p in todo.unmarked:
+        print(f"partition {p} has no marker: nothing is committed there yet, nothing filled "
+              "(run the exporter, or 'offsets set --from-jvm' on a JVM exporter's root)")
+
+
+def _summary(todo, rows: int, files: int, problems: list[str], applied: bool) -> int:  # noqa: ANN001 - Plan
+    """The last line; the exit status: 0 when no gap below the committed points is left."""
+    flight = sum(s.count for s in todo.in_flight)
+    lost = sum(r.count for r in todo.lost)
+    left = todo.rows - rows
+    done = (f"added {rows} rows in {files} files; {left} not added" if applied else
+            f"dry run: would add {todo.rows} rows in {len(todo.by_place(todo.adds))} "
+            "(dataset, day) pairs" + (" (run with --apply to add them)" if todo.rows else ""))
+    print(f"repair: {done}; {flight} in flight, left to the exporter; {lost} lost for good; "
+          f"{len(problems)} problems")
+    return 0 if left == 0 and lost == 0 and not problems else 1
