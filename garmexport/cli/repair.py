@@ -150,10 +150,13 @@ def _print_plan(todo, apply: bool) -> None:  # noqa: ANN001 - Plan
         print(f"{place}/day={day}: {verb} {sum(s.count for s in found)} rows: "
               + "; ".join(s.describe() for s in found[:_SHOWN])
               + (" ..." if len(found) > _SHOWN else ""))
-    for (place, day), found in todo.by_place(todo.in_flight).items():
-        print(f"{place}/day={day}: {sum(s.count for s in found)} rows in flight, left to the "
-              "exporter (above the committed point): "
-              + "; ".join(s.describe() for s in found[:_SHOWN]))
+    flight: dict[int, list[int]] = {}  # per partition: first, last, count (a running
+    for s in todo.in_flight:            # exporter's tail: one line per partition is enough)
+        got = flight.setdefault(s.partition, [s.first, s.last, 0])
+        got[:] = [min(got[0], s.first), max(got[1], s.last), got[2] + s.count]
+    for p, (first, last, count) in sorted(flight.items()):
+        print(f"partition {p}: {count} missing records in flight (offsets {first}..{last}, "
+              "above the committed point of their type): left to the exporter")
     for run in todo.lost:
         print(f"lost for good: partition {run.partition} offsets {run.first}..{run.last} "
               f"({run.count}): no row holds them and the broker no longer does (retention); "
