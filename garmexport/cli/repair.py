@@ -60,10 +60,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from garmexport.pipeline.recovery import read_partition_state
-    from garmexport.pipeline.router import OriginBatch, Window, route
     from garmexport.storage.options import from_output
     from garmexport.storage.root_check import open_existing
+
+    storage = open_existing(config.output.root, f"repair-{os.getpid()}",
+                            from_output(config.output))
+    try:
+        return _repair(args, config, storage)
+    finally:
+        storage.close()
+
+
+def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN001 - Storage
+    from garmexport.pipeline.recovery import read_partition_state
+    from garmexport.pipeline.router import OriginBatch, Window, route
     from garmexport.tools.broker_scan import partitions_of, scan
     from garmexport.tools.repair_apply import apply
     from garmexport.tools.repair_gaps import lost_runs, plan
@@ -72,8 +82,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
     src = config.source
     tick = Ticker(args.progress_s, command="repair")
-    storage = open_existing(config.output.root, f"repair-{os.getpid()}",
-                            from_output(config.output))
     try:
         parts = partitions_of(config.consumer_settings(), src.topic)
     except BrokerError as exc:
@@ -90,6 +98,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     held, _ = read_output(storage, src.topic, reading, None, unreadable, topics)
     jvm = read_jvm(storage, held, config.jvm.cluster, reading)
     check_topic(src.topic, held, topics, config.output.root)
+    tick(lambda s: f"read {len(held)} offsets from the output in {s:.1f} s", force=True)
 
     # 3. the topic: every record no row holds, routed as the exporter routes it
     window = Window.of(config.protocol)
@@ -112,6 +121,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"reading topic {src.topic!r}: {seen[0]} records, {s:.0f} s")
 
     ends = scan(config.consumer_settings(), src.topic, on_records, timeout_s=args.timeout_s)
+    tick(lambda s: f"read {seen[0]} records from topic {src.topic!r}: "
+                   f"{sum(len(b.offsets) for b in missing.values())} held by no row", force=True)
     held_by: dict[int, list[int]] = {}
     for p, o in held:
         held_by.setdefault(p, []).append(o)
@@ -122,7 +133,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     problems = [u.describe() for u in unreadable + jvm.unreadable]
     for line in problems[:_SHOWN]:
         print(f"unreadable file {line}")
-    if problems and todo.fills:
+    if problems and todo.fills and args.apply:
         print("not applied: a file that cannot be read holds rows no listing can see (or "
               "was deleted while read, as compaction does): fix it, then run repair again")
     if not args.apply or problems:
