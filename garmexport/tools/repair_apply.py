@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from garmexport.errors import StorageError
 from garmexport.hive.register import start_registrar
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.messages import Batch, Published
@@ -76,9 +77,14 @@ def apply(config: Config, storage: Storage, fills: list[Fill],
 
 
 def _drop_intent(config: Config, storage: Storage, fill: Fill, published: Published) -> None:
+    """Delete the covered intent of a published fill; a failure leaves it to the
+    exporters' GC (it is at or below W: resume ignores it), not a reason to stop."""
     src = config.source
-    storage.delete(f"{partition_dir(src.cluster, src.topic, fill.partition)}/"
-                   f"{published.intent.format()}")
+    try:
+        storage.delete(f"{partition_dir(src.cluster, src.topic, fill.partition)}/"
+                       f"{published.intent.format()}")
+    except StorageError:
+        pass
 
 
 def _register(config: Config, published: list[tuple[Fill, Published]]) -> str:
