@@ -1,23 +1,25 @@
 """``garmexport repair`` fills a deleted file's records from the broker, exactly once.
 
 A small topic (2 partitions, 4,000 records, a few bad ones) is exported and the exporter
-stopped; then the largest data file and one quarantine file are deleted. ``verify`` must
-name the gap; a dry run must print the plan, exit 1 and write nothing; ``repair --apply``
-is killed right after its first publish (the exporter's own crash point) and run again;
-then ``verify`` against the broker must find every record exactly once. Records produced
-after the export (above the committed point) are then left to the exporter.
+stopped; then the largest data file and one quarantine file are deleted, and 200 records
+more produced. ``verify`` must name the gap; a dry run must print the plan (the new records
+in flight, left to the exporter), exit 1 and write nothing. Then, while an exporter runs
+and records keep arriving, ``repair --apply`` is killed right after its first publish (the
+exporter's own crash point) and run again; once the exporter has caught up, ``verify``
+against the broker must find every record exactly once.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from tests.integration.harness import (
-    PYTHON, ROOT, assert_exact, export_all_exactly_once, exporter_env, produce, topic_ends,
-    verify,
+    PYTHON, ROOT, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
+    produce, produce_in_background, topic_ends, verify, wait_caught_up,
 )
 
 
@@ -37,7 +39,6 @@ def _files(root: Path) -> set[str]:
 def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) -> None:
     topic = broker.new_topic(partitions=2)
     produce(broker.bootstrap, topic, 4_000, partitions=2, seed=33, days=2, bad_share=0.01)
-    ends = topic_ends(broker.bootstrap, topic)
     root = tmp_path / "out"
     env = exporter_env(broker.bootstrap, topic, str(root))
     export_all_exactly_once(env, tmp_path, "export")
@@ -58,29 +59,37 @@ def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) 
     assert any(f"{dataset}/{day}" in g for g in gaps), gaps
     assert sum(r["missing"] for r in report["partitions"].values()) == sum(gone.values())
 
+    # records past the committed point (no exporter ran since) are the exporter's
+    produce(broker.bootstrap, topic, 200, partitions=2, seed=34, days=2)
     before = _files(root)
     dry = _repair(env)
     print(dry.stdout)
     assert dry.returncode == 1, dry.stdout + dry.stderr
     assert f"{dataset}/{day}: would add {gone[victim]} rows" in dry.stdout, dry.stdout
     assert "_quarantine/day=" in dry.stdout and "run with --apply" in dry.stdout, dry.stdout
+    assert "missing records in flight (offsets 2" in dry.stdout and "; 0 in flight" not in dry.stdout
     assert _files(root) == before, "a dry run wrote something"
 
-    # two files at least (the victim's rows cut in halves): the kill leaves one of them
-    small = {"GARMEXPORT_WRITER_MAX_FILE_ROWS": str(max(1, gone[victim] // 2))}
-    killed = _repair(env, "--apply", extra={**small, "TEST_GARMEXPORT_CRASH_AFTER": "publish:1"})
-    assert killed.returncode == 137, killed.stdout + killed.stderr
-    assert len(_files(root) - before) >= 1  # the first file (and its intent, left)
-
-    again = _repair(env, "--apply", extra=small)
-    print(killed.stdout, again.stdout, sep="")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 not added" in again.stdout and "0 lost for good" in again.stdout, again.stdout
+    # an exporter runs and records arrive meanwhile: repair fills below the committed
+    # point only, the exporter writes the rest
+    with exporter_runs() as runs:
+        runs.append(Exporter(env, tmp_path, "live"))
+        runs[0].wait_event("assigned", timeout_s=60)
+        feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=35,
+                                        days=2, rate=500)
+        # two files at least (the victim's rows cut in halves): the kill leaves one
+        small = {"GARMEXPORT_WRITER_MAX_FILE_ROWS": str(max(1, gone[victim] // 2))}
+        killed = _repair(env, "--apply",
+                         extra={**small, "TEST_GARMEXPORT_CRASH_AFTER": "publish:1"})
+        assert killed.returncode == 137, killed.stdout + killed.stderr
+        again = _repair(env, "--apply", extra=small)
+        print(killed.stdout, again.stdout, sep="")
+        assert again.returncode == 0, again.stdout + again.stderr
+        added = int(re.search(r"repair: added (\d+) rows", again.stdout)[1])  # type: ignore[index]
+        assert 0 < added < sum(gone.values()), again.stdout  # the killed run's file stays
+        assert "0 not added" in again.stdout and "0 lost for good" in again.stdout
+        feed.join(60)
+        ends = topic_ends(broker.bootstrap, topic)
+        wait_caught_up(str(root), topic, ends, 120, runs[0].check_alive)
+        assert runs[0].terminate() == 0, runs[0].tail()
     assert_exact(env, ends)  # every record exactly once: no duplicate, none missing
-
-    # records past the committed point (no exporter ran since) are the exporter's: left
-    produce(broker.bootstrap, topic, 200, partitions=2, seed=34, days=2)
-    later = _repair(env)
-    assert later.returncode == 0, later.stdout + later.stderr
-    assert "would add 0 rows" in later.stdout and "in flight (offsets 2" in later.stdout
-    assert "; 0 in flight" not in later.stdout, later.stdout
