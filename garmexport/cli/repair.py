@@ -28,7 +28,7 @@ from garmexport.cli.verify import Ticker
 from garmexport.errors import BrokerError
 from garmexport.settings.config import Config
 
-_SHOWN = 10  # stretches printed per (place, day)
+_SHOWN = 10  # stretches printed per (place, day), runs of lost offsets in all
 HELP = """Fill the gaps 'garmexport verify' reports from the broker, exactly once.
 
 A record is filled when no visible row holds it, the broker still holds it, and its offset
@@ -168,10 +168,14 @@ def _print_plan(todo, apply: bool) -> None:  # noqa: ANN001 - Plan
     for p, (first, last, count) in sorted(flight.items()):
         print(f"partition {p}: {count} missing records in flight (offsets {first}..{last}, "
               "above the committed point of their type): left to the exporter")
-    for run in todo.lost:
+    for run in todo.lost[:_SHOWN]:
         print(f"lost for good: partition {run.partition} offsets {run.first}..{run.last} "
               f"({run.count}): no row holds them and the broker no longer does (retention); "
               "records of a type that is not exported cannot be told apart any more")
+    if len(todo.lost) > _SHOWN:
+        more = todo.lost[_SHOWN:]
+        print(f"lost for good: {len(more)} more runs of offsets ({sum(r.count for r in more)} "
+              "offsets) below the broker's first offset")
     for p in todo.unmarked:
         print(f"partition {p} has no marker: nothing is committed there yet, nothing filled "
               "(run the exporter, or 'offsets set --from-jvm' on a JVM exporter's root)")
