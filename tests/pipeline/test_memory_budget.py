@@ -1,7 +1,7 @@
 """Memory stays within the configured budget, whatever the number of open writers.
 
-Every type in 32 partitions over 3 days means ~1700 chains open at once; with a budget of
-a few hundred kilobytes and 200 open files, the reader must keep flushing the writers
+Every type in 16 partitions over 3 days means ~850 chains open at once; with a budget of
+400 kB or 200 open files, the reader must keep flushing the writers
 holding the oldest files so that the buffered bytes and open files stay bounded.
 """
 
@@ -17,9 +17,9 @@ from garmexport.storage.local import LocalStorage
 from garmexport.tools.verify import read_output
 from tests.pipeline.harness import FakeRecord, Owner, every_type_by_partition
 
-PARTITIONS = 32
-BUDGET_BYTES = 1_000_000
-MAX_OPEN = 500
+PARTITIONS = 16
+BUDGET_BYTES = 400_000
+MAX_OPEN = 200
 BATCH = 64
 
 
@@ -37,7 +37,7 @@ def test_buffered_bytes_and_open_files_stay_within_the_budget(tmp_path, pressed)
     storage = LocalStorage(str(tmp_path / "out"), "x")
     owner = Owner(cfg, storage)
     owner.coordinator.assign(range(PARTITIONS))
-    by_partition = every_type_by_partition(PARTITIONS, 10_000)
+    by_partition = every_type_by_partition(PARTITIONS, 4_000)
     worst_bytes = worst_files = 0
     batch_bytes = 0
     for start in range(0, max(len(v) for v in by_partition.values()), BATCH):
