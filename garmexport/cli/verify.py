@@ -91,23 +91,30 @@ def main(args: argparse.Namespace, config: Config) -> int:
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
     days: dict[int, dict[int, str]] = {}  # offset -> day of its row, from the broker
+    first: dict[int, int] = {}  # per partition, the first offset the broker still holds
     if not args.no_broker:
         found: dict[int, dict[int, str]] = {}
         seen = [0]
 
         def on_records(partition: int, records: list) -> None:
+            if records:  # read from the beginning: the first is what retention left
+                first.setdefault(partition, records[0].offset())
             found.setdefault(partition, {}).update(
                 expected_from_records(partition, records, days.setdefault(partition, {})))
             seen[0] += len(records)
             tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
                            f"{s:.0f} s")
 
-        scan(config.consumer_settings(), config.source.topic, on_records, timeout_s=args.timeout_s)
+        ends = scan(config.consumer_settings(), config.source.topic, on_records,
+                    timeout_s=args.timeout_s)
+        for p, end in ends.items():  # a partition retention emptied: all of it is gone
+            first.setdefault(p, end)
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
     report = compare(held, files, expected, jvm, disagreeing=disagreeing,
-                     unreadable=unreadable + jvm.unreadable, days=days)
+                     unreadable=unreadable + jvm.unreadable, days=days,
+                     first=first if expected is not None else None)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -123,6 +130,9 @@ def _print_table(report) -> None:
               f"{'-' if r.broker_records is None else r.broker_records:>10} "
               f"{len(r.duplicates):>10} {len(r.missing):>8} {len(r.misplaced):>9} "
               f"{len(r.unexpected):>10}")
+        if r.before_retention:
+            print(f"{'':>9} {r.before_retention} rows below the broker's first offset "
+                  "(retention): checked for duplicates only")
         for what in ("duplicates", "missing", "misplaced", "unexpected"):
             if getattr(r, what):
                 print(f"{'':>9} {what}: {getattr(r, what)[:10]}"

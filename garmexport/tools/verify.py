@@ -67,6 +67,9 @@ class PartitionReport:
     misplaced: list[int] = field(default_factory=list)
     unexpected: list[int] = field(default_factory=list)
     broker_records: int | None = None
+    #: rows below the first offset the broker still holds (retention took their records):
+    #: checked for duplicates, not against the topic
+    before_retention: int = 0
     #: rows of JVM exporter files among ``rows``, and their heartbeat rows (not in ``rows``)
     jvm_rows: int = 0
     heartbeats: int = 0
@@ -100,6 +103,10 @@ class Report:
         """The report's last line: what was found, and for an OK what it covers."""
         if not self.ok:
             return "verify: FAILED"
+        old = sum(p.before_retention for p in self.partitions.values())
+        if self.compared_with_broker and old:
+            return (f"verify: OK, every record the broker still holds exactly once; {old} "
+                    "rows older than its retention checked for duplicates only")
         if self.compared_with_broker:
             return "verify: OK, every record exactly once"
         return ("verify: OK without the broker: no duplicates, no file that disagrees with "
@@ -120,6 +127,7 @@ class Report:
                 str(p): {
                     "rows": r.rows, "quarantined": r.quarantined,
                     "broker_records": r.broker_records,
+                    "before_retention": r.before_retention,
                     "jvm_rows": r.jvm_rows, "heartbeat_rows": r.heartbeats,
                     "duplicates": len(r.duplicates), "missing": len(r.missing),
                     "misplaced": len(r.misplaced), "unexpected": len(r.unexpected),
@@ -260,7 +268,8 @@ def expected_from_records(partition: int, records: list,
 def compare(held: dict[tuple[int, int], list[str]], files: int,
             expected: dict[int, dict[int, str]] | None, jvm: JvmRead | None = None, *,
             disagreeing: Iterable[Disagreement] = (), unreadable: Iterable[Unreadable] = (),
-            days: Mapping[int, Mapping[int, str]] | None = None) -> Report:
+            days: Mapping[int, Mapping[int, str]] | None = None,
+            first: Mapping[int, int] | None = None) -> Report:
     """Build the report; ``held``, ``disagreeing`` and ``unreadable`` from
     :func:`read_output` (and :func:`garmexport.tools.verify_jvm.read_jvm`), ``expected``
     (per partition, offset -> dataset) from Kafka. Duplicates and gaps come with the files
@@ -271,7 +280,9 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
     ``files`` here; its heartbeat rows are reported apart).
 
     A record of an exported type may legitimately be quarantined (bad body, event time
-    outside the window): a row in ``_quarantine`` satisfies any expectation.
+    outside the window): a row in ``_quarantine`` satisfies any expectation. ``first``: per
+    partition, the first offset the broker still holds (the first record read, else the
+    end reached); a row below it is counted in ``before_retention``, not as unexpected.
     """
     report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path),
                     compared_with_broker=expected is not None)
@@ -302,7 +313,10 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
                     r.misplaced.append(o)
         for (p, o) in held:
             if o not in expected.get(p, {}):
-                report.partitions[p].unexpected.append(o)
+                if first is not None and p in first and o < first[p]:
+                    report.partitions[p].before_retention += 1
+                else:
+                    report.partitions[p].unexpected.append(o)
     for p, r in report.partitions.items():
         for lst in (r.duplicates, r.missing, r.misplaced, r.unexpected):
             lst.sort()

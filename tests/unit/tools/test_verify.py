@@ -243,3 +243,26 @@ def test_an_ok_without_the_broker_says_what_it_did_not_check(tmp_path):
     assert both.verdict() == "verify: OK, every record exactly once"
     assert both.to_dict()["compared_with_broker"] is True
     assert compare(held, files, {0: {o: "fs" for o in range(30)}}).verdict() == "verify: FAILED"
+
+
+def test_rows_older_than_the_brokers_retention_are_not_unexpected(tmp_path):
+    """A topic trimmed by retention: the broker's first offset is 100 in partition 0 and
+    partition 1 holds nothing any more (its end is 20); rows below those are not checked
+    against the topic, but still for duplicates; a row past the end stays unexpected."""
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 150))
+    write(tmp_path, "fs", "b.parquet", 0, range(40, 41))          # 40 twice, below retention
+    write(tmp_path, "fs", "c.parquet", 1, range(0, 20))
+    write(tmp_path, "fs", "d.parquet", 1, range(25, 26))          # past the end: unexpected
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    expected = {0: {o: "fs" for o in range(100, 150)}, 1: {}}
+    report = compare(held, files, expected, first={0: 100, 1: 20})
+    p0, p1 = report.partitions[0], report.partitions[1]
+    assert (p0.before_retention, p0.unexpected, p0.duplicates) == (100, [], [40])
+    assert (p1.before_retention, p1.unexpected) == (20, [25])
+    assert report.to_dict()["partitions"]["0"]["before_retention"] == 100
+    assert not report.ok
+    held_once = {k: v[:1] for k, v in held.items() if k != (1, 25)}
+    ok = compare(held_once, files, expected, first={0: 100, 1: 20})
+    assert ok.ok and "120 rows older than its retention" in ok.verdict(), ok.verdict()
+    # without the broker's first offsets (the old call), the same rows are unexpected
+    assert len(compare(held_once, files, expected).partitions[0].unexpected) == 100
