@@ -132,10 +132,12 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
             readers.append(ReaderProcess(name, process))
             log_event(log, "reader_started", child=name, pid=process.pid,
                       instance=f"{instance}-{name}")
-        watch = ReaderWatch(probe, {r.name: r.process.pid for r in readers})
+        by_name = {r.name: r for r in readers}
+        watch = ReaderWatch(probe, {r.name: r.process.pid for r in readers},
+                            ended=lambda name: by_name[name].process.poll() is not None)
         watch.start()
         return _watch(readers, signals, config.protocol.shutdown_timeout_s + KILL_MARGIN_S,
-                      reports)
+                      reports, watch)
     finally:
         if watch is not None:
             watch.stop()
@@ -147,7 +149,7 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
 
 
 def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: float,
-           reports: Mapping[str, str]) -> int:
+           reports: Mapping[str, str], watch: ReaderWatch) -> int:
     """Forward signals, reap readers, stop the rest when one ends; the exit code."""
     ended: list[int] = []
     handled = 0
@@ -163,6 +165,7 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
                 # a stop that never counts as their second: they may have had the
                 # operator's signal directly too (Ctrl-C to the group, a tree kill)
                 _send(readers, stop_signal.INSTANCE_STOPPING)
+                watch.stopping()
                 reason = signal.Signals(signum).name
                 stop_by = time.monotonic() + stop_within_s
         for reader in readers:
@@ -174,6 +177,7 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
                 if stop_by is None:  # on its own: the instance goes down with it
                     reason = how_it_ended(reader.name, reader.process.returncode)
                     stop_by = time.monotonic() + stop_within_s
+                    watch.stopping()
                     _send(readers, stop_signal.SIBLING_ENDED)  # a clean stop, saying why
         if all(reader.status is not None for reader in readers):
             code = instance_exit_code(ended)

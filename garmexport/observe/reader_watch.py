@@ -9,6 +9,10 @@ in the :class:`~garmexport.observe.reader_probe.ReaderProbe` and logs
 ``reader_not_answering``; the next answer clears the mark and logs
 ``reader_answering_again``. The rule of a transition is :func:`transition` (pure); the
 health fold still says a silent reader is neither live nor ready (its no-answer).
+
+A reader whose process has ended is not asked (the supervisor logs its exit), and once the
+instance is stopping (:meth:`ReaderWatch.stopping`) a reader that closes its server on its
+way out is marked silent without a warning: a clean stop logs no ``reader_not_answering``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from garmexport.observe.health import READY_PATH
@@ -62,13 +66,16 @@ def _partitions(body: bytes, before: str) -> str:
 
 class ReaderWatch:
     """Watches ``pids`` (reader name -> pid) through ``probe`` on a daemon thread, from
-    :meth:`start` until :meth:`stop`."""
+    :meth:`start` until :meth:`stop`; ``ended(name)`` says a reader's process has ended."""
 
     def __init__(self, probe: ReaderProbe, pids: Mapping[str, int],
-                 every_s: float = WATCH_EVERY_S) -> None:
+                 every_s: float = WATCH_EVERY_S,
+                 ended: Callable[[str], bool] = lambda name: False) -> None:
         self._probe, self._pids, self._every_s = probe, dict(pids), every_s
+        self._ended = ended
         self._heard = {name: Heard() for name in pids}
         self._stopping = threading.Event()
+        self._instance_stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="reader-watch", daemon=True)
 
     def start(self) -> None:
@@ -77,12 +84,17 @@ class ReaderWatch:
     def stop(self) -> None:
         self._stopping.set()
 
+    def stopping(self) -> None:
+        """The instance is stopping: readers close their servers on their way out."""
+        self._instance_stopping.set()
+
     def _run(self) -> None:
         while not self._stopping.wait(self._every_s):
             for name in self._pids:
                 if self._stopping.is_set():
                     return
-                self.check(name, time.monotonic())
+                if not self._ended(name):
+                    self.check(name, time.monotonic())
 
     def check(self, name: str, started: float) -> None:
         """Ask reader ``name`` once; mark and log a change."""
@@ -93,6 +105,10 @@ class ReaderWatch:
         if event == "silent":
             since = before.last if before.last is not None else started
             self._probe.mark_silent(name, since, answer.error)
+            if self._instance_stopping.is_set():
+                log_event(log, "reader_not_answering", level=logging.DEBUG, child=name,
+                          pid=self._pids[name], error=answer.error, effect="stopping")
+                return
             log_event(log, "reader_not_answering", level=logging.WARNING, child=name,
                       pid=self._pids[name], silent_s=round(now - since, 1),
                       partitions=heard.partitions or "none", error=answer.error,

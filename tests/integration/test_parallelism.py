@@ -145,6 +145,8 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
         wait_gone(list(pids.values()))
         stopped = run.wait_event("instance_stopped", timeout_s=5)
         assert stopped["code"] == 0 and stopped["readers"] == {"r0": 0, "r1": 0}, stopped
+        # readers closing their servers on the way out are no stuck readers
+        assert len(run.events("reader_not_answering")) == 1, run.tail()
         settled = [d for d in run.events("stopped") if "settled=True" in d["reason"]]
         assert sorted(d["reader"] for d in settled) == ["r0", "r1"], run.tail()
         # one stream: every line names its reader (the supervisor's own lines included)

@@ -66,3 +66,43 @@ def test_a_stuck_reader_is_logged_then_answered_for_at_once_until_it_answers(
     finally:
         stuck.close()
         server.close()
+
+
+def test_a_clean_stop_is_not_a_reader_that_stopped_answering(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A reader closes its server on its way out of a stop, and is reaped a moment later:
+    neither is a stuck reader (a clean stop of a Marathon app logged
+    ``reader_not_answering ... the instance is not live nor ready`` at WARNING)."""
+    health = Health(live_timeout_s=10)
+    server = serve("127.0.0.1", 0, CollectorRegistry(), health)
+    port_file = str(tmp_path / "r1.port")
+    write_port_file(port_file, server.port)
+    probe = ReaderProbe({"r1": port_file, "r2": str(tmp_path / "r2.port")}, timeout_s=0.5)
+    gone = {"r2"}
+    asked: list[str] = []
+    real_get = probe.get
+
+    def get(name: str, path: str, ask_silent: bool = False) -> Answer:
+        asked.append(name)
+        return real_get(name, path, ask_silent=ask_silent)
+
+    probe.get = get  # type: ignore[method-assign]  # count the questions, answer for real
+    watch = ReaderWatch(probe, {"r1": 4242, "r2": 4343}, every_s=0.05,
+                        ended=lambda name: name in gone)
+    caplog.set_level(logging.DEBUG)
+    watch.start()
+    try:
+        deadline = time.monotonic() + 5
+        while "r1" not in asked and time.monotonic() < deadline:
+            time.sleep(0.02)
+        watch.stopping()
+        server.close()  # r1 on its way out: its server is gone, its process not yet
+        deadline = time.monotonic() + 5
+        while not probe.get("r1", READY_PATH).error.startswith("not answering") \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        watch.stop()
+    said = [r for r in caplog.records if r.getMessage() == "reader_not_answering"]
+    assert said and all(r.levelno == logging.DEBUG for r in said), said
+    assert "r2" not in asked, "an ended reader was asked"
