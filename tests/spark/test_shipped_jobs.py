@@ -38,7 +38,7 @@ pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 MESOS = REPO / "mesos"
-RECORDS = 20_000
+RECORDS = 8_000
 HDFS_PATH = "/data/garmadon"  # the path of the shipped webhdfs:// root, kept
 
 
@@ -143,7 +143,7 @@ def test_the_shipped_app_and_nightly_job_run_as_defined_against_local_stand_ins(
     sandbox = make_sandbox(tmp_path)
     topic = app["env"]["GARMEXPORT_SOURCE_TOPIC"]
     create_topic(own_broker.bootstrap, topic, 4)
-    produce(own_broker.bootstrap, topic, RECORDS, days=6, late_share=0.02)
+    produce(own_broker.bootstrap, topic, RECORDS, days=3, late_share=0.02)
     ends = topic_ends(own_broker.bootstrap, topic)
     root = f"webhdfs://127.0.0.1:{webhdfs.server_address[1]}{HDFS_PATH}"
     assert app["env"]["GARMEXPORT_OUTPUT_ROOT"].endswith(HDFS_PATH)
