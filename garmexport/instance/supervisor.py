@@ -149,7 +149,7 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
 
 
 def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: float,
-           reports: Mapping[str, str], watch: ReaderWatch) -> int:
+           reports: Mapping[str, str], watch: ReaderWatch | None = None) -> int:
     """Forward signals, reap readers, stop the rest when one ends; the exit code."""
     ended: list[int] = []
     handled = 0
@@ -165,7 +165,8 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
                 # a stop that never counts as their second: they may have had the
                 # operator's signal directly too (Ctrl-C to the group, a tree kill)
                 _send(readers, stop_signal.INSTANCE_STOPPING)
-                watch.stopping()
+                if watch is not None:
+                    watch.stopping()
                 reason = signal.Signals(signum).name
                 stop_by = time.monotonic() + stop_within_s
         for reader in readers:
@@ -177,7 +178,8 @@ def _watch(readers: list[ReaderProcess], signals: list[int], stop_within_s: floa
                 if stop_by is None:  # on its own: the instance goes down with it
                     reason = how_it_ended(reader.name, reader.process.returncode)
                     stop_by = time.monotonic() + stop_within_s
-                    watch.stopping()
+                    if watch is not None:
+                        watch.stopping()
                     _send(readers, stop_signal.SIBLING_ENDED)  # a clean stop, saying why
         if all(reader.status is not None for reader in readers):
             code = instance_exit_code(ended)

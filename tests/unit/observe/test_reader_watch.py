@@ -89,7 +89,8 @@ def test_a_clean_stop_is_not_a_reader_that_stopped_answering(
     probe.get = get  # type: ignore[method-assign]  # count the questions, answer for real
     watch = ReaderWatch(probe, {"r1": 4242, "r2": 4343}, every_s=0.05,
                         ended=lambda name: name in gone)
-    caplog.set_level(logging.DEBUG)
+    # the logger's own level: another test of the worker may have set garmexport's to INFO
+    caplog.set_level(logging.DEBUG, logger="garmexport.observe.reader_watch")
     watch.start()
     try:
         deadline = time.monotonic() + 5
