@@ -219,11 +219,17 @@ def serve(host: str, port: int, registry: CollectorRegistry, health: HealthSourc
                 self._answer(404, "text/plain; charset=utf-8", b"not found\n")
 
         def _answer(self, code: int, content_type: str, body: bytes) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                # the asker gave up first (a probe's timeout while this process was
+                # stopped): nothing to answer, and no traceback on stderr, which
+                # socketserver prints for any error left to it
+                self.close_connection = True
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             # One access line per scrape and health probe would drown the event log.
