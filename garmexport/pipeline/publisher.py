@@ -14,7 +14,9 @@ from __future__ import annotations
 from garmexport.protocol.commit_steps import INTENT
 from garmexport.pipeline.crash_points import crash_point
 from garmexport.errors import PublishConflict
-from garmexport.protocol.naming import FileName, IntentName, MarkerName, chain_path, partition_dir
+from garmexport.protocol.naming import (
+    FileName, IntentName, MarkerName, chain_path, intent_path, partition_dir,
+)
 from garmexport.protocol.resume import Marker
 from garmexport.storage.base import Storage
 
@@ -29,9 +31,8 @@ def publish_file(
     """
     if not data:
         raise ValueError("refusing to publish an empty file")
-    pdir = partition_dir(name.source, name.topic, name.partition)
     try:
-        storage.put_exclusive(f"{pdir}/{intent.format()}", b"")
+        storage.put_exclusive(intent_path(name.source, name.topic, name.partition, intent), b"")
     except PublishConflict:
         pass  # an earlier attempt at the same stretch left it: it names the same file
     crash_point(INTENT)

@@ -128,6 +128,11 @@ def partition_dir(source: str, topic: str, partition: int) -> str:
     return f"{OFFSETS_DIR}/{source}+{topic}/{partition:05d}"
 
 
+def intent_path(source: str, topic: str, partition: int, intent: IntentName) -> str:
+    """Path of an intent of one Kafka partition (in :func:`partition_dir`)."""
+    return f"{partition_dir(source, topic, partition)}/{intent.format()}"
+
+
 @dataclass(frozen=True, order=True)
 class MarkerName:
     instance: str

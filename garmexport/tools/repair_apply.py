@@ -32,7 +32,7 @@ from garmexport.hive.register import start_registrar
 from garmexport.observe.metrics import Metrics
 from garmexport.pipeline.messages import Batch, Published
 from garmexport.pipeline.origin_writer import OriginWriter
-from garmexport.protocol.naming import partition_dir
+from garmexport.protocol.naming import intent_path
 from garmexport.protocol.resume import OriginState
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
@@ -81,8 +81,7 @@ def _drop_intent(config: Config, storage: Storage, fill: Fill, published: Publis
     exporters' GC (it is at or below W: resume ignores it), not a reason to stop."""
     src = config.source
     try:
-        storage.delete(f"{partition_dir(src.cluster, src.topic, fill.partition)}/"
-                       f"{published.intent.format()}")
+        storage.delete(intent_path(src.cluster, src.topic, fill.partition, published.intent))
     except StorageError:
         pass
 
