@@ -107,8 +107,6 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
     seen = [0]
 
     def on_records(partition: int, records: list) -> None:
-        if records:
-            first.setdefault(partition, records[0].offset())
         seen[0] += len(records)
         absent = [r for r in records if (partition, r.offset()) not in held]
         if absent:
@@ -120,14 +118,15 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
                     got.extend(batch)
         tick(lambda s: f"reading topic {src.topic!r}: {seen[0]} records, {s:.0f} s")
 
-    ends = scan(config.consumer_settings(), src.topic, on_records, timeout_s=args.timeout_s)
+    scan(config.consumer_settings(), src.topic, on_records, timeout_s=args.timeout_s,
+         firsts=first)
     tick(lambda s: f"read {seen[0]} records from topic {src.topic!r}: "
                    f"{sum(len(b.offsets) for b in missing.values())} held by no row", force=True)
     held_by: dict[int, list[int]] = {}
     for p, o in held:
         held_by.setdefault(p, []).append(o)
     lost = [run for p in parts
-            for run in lost_runs(p, held_by.get(p, []), first.get(p, ends.get(p, 0)))]
+            for run in lost_runs(p, held_by.get(p, []), first.get(p, 0))]
     todo = plan(missing, states, lost)
     _print_plan(todo, args.apply)
     problems = [u.describe() for u in unreadable + jvm.unreadable]

@@ -97,18 +97,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
         seen = [0]
 
         def on_records(partition: int, records: list) -> None:
-            if records:  # read from the beginning: the first is what retention left
-                first.setdefault(partition, records[0].offset())
             found.setdefault(partition, {}).update(
                 expected_from_records(partition, records, days.setdefault(partition, {})))
             seen[0] += len(records)
             tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
                            f"{s:.0f} s")
 
-        ends = scan(config.consumer_settings(), config.source.topic, on_records,
-                    timeout_s=args.timeout_s)
-        for p, end in ends.items():  # a partition retention emptied: all of it is gone
-            first.setdefault(p, end)
+        scan(config.consumer_settings(), config.source.topic, on_records,
+             timeout_s=args.timeout_s, firsts=first)
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found

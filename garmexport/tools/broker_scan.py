@@ -43,15 +43,28 @@ def scan(
     on_records: Callable[[int, list], None],
     timeout_s: float = 300.0,
     chunk: int = 10_000,
+    firsts: dict[int, int] | None = None,
 ) -> dict[int, int]:
     """Feed every record of ``topic`` to ``on_records(partition, records)``; return the
     end offset (last offset + 1, or 0 when empty) reached in each partition. A partition
-    written to while it is read is read on to its new end."""
+    written to while it is read is read on to its new end. ``firsts`` gets, per
+    partition, the first offset the broker still holds (the first record read from the
+    beginning: what retention left; the end reached when it left nothing)."""
     parts = partitions_of(settings, topic)
     consumer = assigned_consumer(settings, "garmexport-scan")
+
+    def feed(partition: int, records: list) -> None:
+        if firsts is not None and records:
+            firsts.setdefault(partition, records[0].offset())
+        on_records(partition, records)
+
     try:
         reached = read_to_end(consumer, topic, {p: OFFSET_BEGINNING for p in parts}, timeout_s,
-                              on_records, chunk=chunk, poll_s=1.0, follow=True)
+                              feed, chunk=chunk, poll_s=1.0, follow=True)
     finally:
         consumer.close()
-    return {p: r.next_offset for p, r in reached.items()}
+    ends = {p: r.next_offset for p, r in reached.items()}
+    if firsts is not None:
+        for p, end in ends.items():
+            firsts.setdefault(p, end)
+    return ends
