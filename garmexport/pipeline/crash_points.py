@@ -24,6 +24,10 @@ ENCODED = "encoded"
 #: Every place :func:`crash_at` knows.
 PLACES = (QUEUED, WORKER, ENCODED)
 
+#: TEST ONLY: event types (dataset names, comma-separated) this process reads as unknown
+#: markers, as a version that predates them reads them: the tests of ``repair quarantine``
+#: quarantine a type, then "upgrade" by running without it
+PREDATED_ENV = "TEST_GARMEXPORT_UNKNOWN_TYPES"
 CRASH_ENV = "TEST_GARMEXPORT_CRASH_AFTER"  # not GARMEXPORT_*: config rejects unknown ones
 _crash_step, _, _crash_n = os.environ.get(CRASH_ENV, "").partition(":")
 _crash_seen = 0
@@ -52,3 +56,8 @@ def _count() -> None:
         _crash_seen += 1
         if _crash_seen == int(_crash_n):
             os._exit(137)
+
+
+def predated_types() -> frozenset[str]:
+    """TEST ONLY: the dataset names :data:`PREDATED_ENV` lists (none when unset)."""
+    return frozenset(t.strip() for t in os.environ.get(PREDATED_ENV, "").split(",") if t.strip())

@@ -37,6 +37,7 @@ from typing import Protocol
 
 import numpy as np
 
+from garmexport.pipeline.crash_points import predated_types
 from garmexport.wire.events import REGISTRY
 from garmexport.wire.frame_arrays import HEAD_DTYPE
 from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head
@@ -52,10 +53,13 @@ def exported_origins() -> tuple[str, ...]:
     """The origins that are event types (dataset directories), ``_frame`` left out."""
     return tuple(o for o in ORIGINS if o != FRAME_ORIGIN)
 _NOT_EXPORTED, _UNKNOWN = -1, -2
+#: TEST ONLY: markers read as unknown (:func:`garmexport.pipeline.crash_points.predated_types`)
+_PREDATED = frozenset(m for m, o in ORIGIN_OF_MARKER.items() if o and o in predated_types())
 #: marker -> index in ORIGINS, _NOT_EXPORTED, or _UNKNOWN (for the column path)
 _CODE_OF_MARKER = np.full(max(ORIGIN_OF_MARKER) + 1, _UNKNOWN, np.int64)
 for _marker, _origin in ORIGIN_OF_MARKER.items():
-    _CODE_OF_MARKER[_marker] = ORIGINS.index(_origin) if _origin else _NOT_EXPORTED
+    _CODE_OF_MARKER[_marker] = (_UNKNOWN if _marker in _PREDATED else
+                                ORIGINS.index(_origin) if _origin else _NOT_EXPORTED)
 _CODE_OF_ORIGIN: Mapping[str, int] = {o: i for i, o in enumerate(ORIGINS)} | {"": _NOT_EXPORTED}
 _HEAD_BYTES = np.dtype(f"S{HEAD_SIZE}")
 _OUT_OF_WINDOW = Reason.TIMESTAMP_OUT_OF_WINDOW.value
@@ -153,6 +157,9 @@ def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, i
     head = read_head(value)
     if isinstance(head, DecodeFailure):
         return FRAME_ORIGIN, quarantine_day(kafka_ms), head.reason.value, head.detail
+    if _PREDATED and head[0] in _PREDATED:
+        return (FRAME_ORIGIN, quarantine_day(kafka_ms), Reason.UNKNOWN_MARKER.value,
+                f"unknown type marker {head[0]}")
     origin, ts = ORIGIN_OF_MARKER[head[0]], head[1]
     if not origin:
         return origin, 0, None, ""
