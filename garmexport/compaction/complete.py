@@ -29,7 +29,7 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
 from garmexport.compaction.plan import InputFile
 from garmexport.compaction.scan import scan_day
-from garmexport.protocol.naming import FileName
+from garmexport.protocol.naming import QUARANTINE_DIR, FileName
 
 
 def visible_data(names: Iterable[str]) -> list[str]:
@@ -43,8 +43,11 @@ def completion(output: str, day: str, files: Sequence[InputFile], names: Sequenc
                closed: bool, now_ms: int, lateness_s: float) -> dict[str, object] | None:
     """The marker document the day deserves now, or None when it is not complete (pure).
 
-    Complete: closed, at least one file, and every visible data file compacted.
+    Complete: closed, at least one file, and every visible data file compacted. Never the
+    quarantine: its files are not compacted (a repair's rewrite of one is not the day).
     """
+    if output == QUARANTINE_DIR:
+        return None
     data = visible_data(names)
     compacted = [f for f in files if f.compacted]
     if not closed or not data or len(compacted) != len(data):
