@@ -12,7 +12,7 @@ import argparse
 import datetime
 import math
 
-from garmexport.protocol.naming import check_label
+from garmexport.protocol.naming import check_label, parse_day_dir
 
 
 def _number(text: str, kind: type) -> float:
@@ -45,6 +45,13 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
     return value
+
+
+def day_arg(text: str) -> str:
+    """A UTC day as the output names it, ``YYYY-MM-DD``."""
+    if parse_day_dir(f"day={text}") is None:
+        raise argparse.ArgumentTypeError(f"expected a day YYYY-MM-DD, got {text!r}")
+    return text
 
 
 def epoch_ms(text: str) -> int:

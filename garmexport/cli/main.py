@@ -63,11 +63,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Read every data and quarantine file under the output root and check that\n"
                "each record of the topic is held exactly once. Exit 1 on any finding: a\n"
                "loss, a duplicate, a file that disagrees with itself or cannot be read."),
-    "repair": ("fill the gaps verify finds from the broker, exactly once",
-               "Read the records no visible row holds from the broker and publish those at\n"
-               "or below their type's committed point into their dataset and day (or the\n"
-               "quarantine), exactly once. A dry run unless --apply. Exit 1 while a gap is\n"
-               "left (a dry run with rows to add, records lost for good)."),
+    "repair": ("fix what verify finds: gaps, duplicates, the quarantine, exactly once",
+               "gaps (default): read the records no visible row holds from the broker and\n"
+               "publish those at or below their type's committed point. duplicates: take\n"
+               "every extra row out through compaction's swap. quarantine: publish what\n"
+               "decodes now and take it out of the quarantine. A dry run unless --apply.\n"
+               "Exit 1 while something is left (a dry run with work to do included)."),
     "demo": ("run the end-to-end demo",
              "Start a local broker, produce generated events, export them, compact, and\n"
              "verify that every event is in the output exactly once."),

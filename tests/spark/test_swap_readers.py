@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -33,12 +34,15 @@ from garmexport.compaction.complete import COMPLETE_STEP
 from garmexport.compaction.lease import LEASE_S as SHIPPED_LEASE_S
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.names import CompactedName
+from garmexport.compaction.plan import Range
+from garmexport.compaction.scan import ranges_to_json
 from garmexport.compaction.swap import CRASH_ENV, PAUSE_ENV, STEPS
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import columns_of, partition_location, table_location
 from tests.spark import run_compaction
-from tests.spark.exporter_like import data_files, read_rows, write_raw
-from tests.spark.test_compaction import DAY, NOW_MS, REPO, SMALL_TARGET, small_day
+from tests.spark.exporter_like import data_files, markers_for, read_rows, write_day, write_raw
+from tests.spark.test_compaction import (CLOSED_MS, DAY, NOW_MS, REPO, SMALL_TARGET,
+                                        small_day)
 
 pytestmark = pytest.mark.spark
 
@@ -506,3 +510,118 @@ def test_a_file_published_at_every_step_of_a_swap_killed_at_its_commit_point_nev
     assert not os.listdir(os.path.join(root, "_compaction", OUTPUT, f"day={DAY}"))
     print(f"{len(steps)} steps, {len(late.keys) // 2} files published, {len(meta)} metastore "
           "samples: no row twice, none lost")
+
+
+def _restore_a_copy(root: str, scratch: Path) -> tuple[list[tuple[int, int]], str]:
+    """The copy a backup restored beside the day leaves: a compacted file holding the rows
+    of partition 0's first two raw files and three rows no other file holds, with its
+    sidecar. Returns the three rows' keys and the file's path."""
+    raw = [n for n in data_files(root, OUTPUT, DAY) if n.startswith("local+garmadon+00000+")]
+    base = os.path.join(root, OUTPUT, f"day={DAY}")
+    tables = [pq.read_table(os.path.join(base, n)) for n in raw[:2]]
+    extra = write_raw(str(scratch), OUTPUT, DAY, 1, [5000, 5002, 5004])
+    tables.append(pq.read_table(os.path.join(scratch, OUTPUT, f"day={DAY}", extra)))
+    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    name = CompactedName("local", "garmadon", 1, 0)
+    pq.write_table(table, os.path.join(base, name.format()))
+    ranges = sorted({(p, o) for p, o in zip(table["kafka_partition"].to_pylist(),
+                                            table["kafka_offset"].to_pylist())})
+    by_p = {p: [o for q, o in ranges if q == p] for p in {p for p, _ in ranges}}
+    Path(base, name.sidecar()).write_text(ranges_to_json(tuple(
+        Range(p, min(os_), max(os_), len(os_)) for p, os_ in sorted(by_p.items())),
+        source="local", topic="garmadon", generation=1, rows=table.num_rows))
+    return [(1, o) for o in (5000, 5002, 5004)], os.path.join(base, name.format())
+
+
+def test_a_repair_of_duplicates_killed_at_its_commit_point_never_shows_a_row_missing_or_newly_doubled(
+        reader: Reader, metastore: Any, tmp_path: Path) -> None:
+    """Issue 33: ``repair duplicates`` takes a restored copy's doubled rows out through
+    compaction's swap, killed at its commit point (the journal written) and run again,
+    stopping at every step while the exporter publishes a file and the reader samples the
+    day twice through the metastore. Until the flip the reader sees the day as it was (the
+    restored rows twice); from then on never a row twice; and never a row missing that it
+    showed before. Partition 0's first raw file is at or below W and doubled whole: it
+    goes; its second is above W: the copy keeps its rows out, so the copy is rewritten."""
+    root = str(tmp_path / "out")
+    keys = write_day(root, OUTPUT, DAY, partitions=2, files_per_partition=15, rows_per_file=3)
+    markers_for(root, {0: {OUTPUT: 4}, 1: {OUTPUT: 10_000}}, CLOSED_MS)  # file 0 <= W < file 1
+    unique, copy = _restore_a_copy(root, tmp_path / "restored")
+    keys += unique
+    doubled = {(0, o) for o in range(0, 12, 2)}
+    database = "repair_duplicates"
+    register(metastore, database, root)
+    late = Publisher(root, tmp_path / "scratch")
+    tag = "repair"
+    write_whole(reader.manifest, json.dumps({
+        "tag": tag, "root": root, "database": database, "table": OUTPUT, "output": OUTPUT,
+        "day": DAY, "keys": keys, "seen": True}))
+    reader.wait(tag, SETTLE_SAMPLES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
+    env.update({"GARMEXPORT_OUTPUT_ROOT": root, "GARMEXPORT_SOURCE_TOPIC": "garmadon",
+                "GARMEXPORT_SOURCE_CLUSTER": "local", "GARMEXPORT_COMPACTION_LATENESS_S": "0",
+                "GARMEXPORT_HIVE_METASTORE_URI": uri(metastore),
+                "GARMEXPORT_HIVE_DATABASE": database, "GARMEXPORT_HIVE_REGISTER_DELAY_S": "4",
+                PAUSE_ENV: "1"})
+    stops = 0
+
+    def repair() -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "garmexport", "repair", "duplicates", "--apply",
+             "--grace-s", "3", "--progress-s", "60"], cwd=REPO, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+
+    def at_each_stop(run: subprocess.Popen, kill_at: int | None) -> None:
+        nonlocal stops
+        while run.poll() is None:
+            try:
+                stopped(run.pid, timeout_s=1)
+            except AssertionError:
+                continue  # running: reading, waiting for the lease, or the grace
+            stops += 1
+            late.publish()
+            reader.wait(tag, 2)  # the second sample began after the file was published
+            if stops == kill_at:
+                os.killpg(run.pid, signal.SIGKILL)
+            else:
+                os.kill(run.pid, signal.SIGCONT)
+
+    first = repair()
+    at_each_stop(first, kill_at=2)  # before-journal, after-journal: the commit point
+    assert first.wait(timeout=60) == -signal.SIGKILL
+    if first.stdout is not None:
+        first.stdout.close()
+    assert os.path.exists(copy), "the kill came before the swap touched the day"
+    again = repair()
+    at_each_stop(again, kill_at=None)
+    assert again.stdout is not None
+    with again.stdout:
+        out = again.stdout.read()
+    assert again.wait(timeout=60) == 0, out[-3000:]
+    assert "finishing 1 swaps an earlier run left" in out and "took out 0 rows" in out, out
+    reader.wait(tag, SETTLE_SAMPLES)
+    reader.idle()
+
+    published = set(keys) | set(late.keys)
+    meta = [s for s in reader.samples(tag) if s["way"] == "metastore"]
+    assert not [s for s in meta if s.get("error")], "a metastore query failed"
+    shown: set[tuple[int, int]] = set()
+    flipped = False
+    for i, s in enumerate(meta):
+        seen = [(p, o) for p, o in s["seen"]]
+        twice = {k for k in seen if seen.count(k) > 1}
+        assert twice <= doubled, f"sample {i}: rows twice that were once before"
+        assert not (flipped and twice), f"sample {i}: rows twice again after the flip"
+        flipped = flipped or not twice
+        lost = shown - set(seen)
+        assert not lost, f"sample {i} of {len(meta)} lost {len(lost)} rows it showed before"
+        assert set(seen) <= published, f"sample {i}: rows never published"
+        shown |= set(seen)
+    assert flipped
+    final = [(p, o) for p, o in meta[-1]["seen"]]
+    assert sorted(final) == sorted(published)  # the day, whole, each row once
+    assert read_rows(root, OUTPUT, DAY) == sorted(published)
+    assert not os.path.exists(copy)
+    assert not os.listdir(os.path.join(root, "_compaction", OUTPUT, f"day={DAY}"))
+    print(f"{stops} stops, {len(late.keys) // 2} files published, {len(meta)} metastore "
+          "samples: no row newly twice, none lost")

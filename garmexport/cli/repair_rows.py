@@ -1,0 +1,201 @@
+"""``garmexport repair duplicates`` and ``garmexport repair quarantine``: the modes that
+take rows out of visible files, through compaction's swap.
+
+- duplicates: every record held by more than one row keeps one
+  (:mod:`garmexport.tools.repair_rows` chooses which, and which files may be rewritten);
+- quarantine: every quarantined record of the chosen days is decoded again with today's
+  code and settings; one that decodes now, at or below its type's committed point and held
+  by no dataset row, is published into its dataset by the exporter's writer (as gaps
+  are: :mod:`garmexport.tools.repair_apply`), then the quarantine's copy of every record a
+  dataset holds is taken out; a record that still fails stays, with its new reason when
+  it changed.
+
+Both run under the root's compaction lease (:mod:`garmexport.tools.repair_swap`): a killed
+run's swap is finished first, then the output is read and planned, then each (dataset or
+quarantine, day) is swapped. No broker is needed. A dry run (the default) reads and plans
+without the lease and changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Callable, Mapping
+
+from garmexport.cli.verify import Ticker
+from garmexport.settings.config import Config
+
+_SHOWN = 10
+
+
+def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN001 - Storage
+    from garmexport.compaction.before_spark import plain_fs, thrift_locator
+    from garmexport.cli.compact import sweep_every
+    from garmexport.hive.metastore import Metastore
+    from garmexport.hive.tables import TableNaming
+    from garmexport.storage.hadoop_uri import spark_root
+    from garmexport.storage.options import from_output
+    from garmexport.tools.repair_swap import SwapOptions, run
+
+    tick = Ticker(args.progress_s, command="repair")
+    c = config.compaction
+    grace_s = c.retired_grace_s if args.grace_s is None else args.grace_s
+    opts = SwapOptions(c.codec, c.lateness_s, grace_s, sweep_every(config.hive.register_delay_s),
+                       args.lease_wait_s)
+    planner = _Planner(args, config, storage, tick)
+    if not args.apply:
+        return planner.report(*planner.plan(), applied=None)
+    fs = plain_fs(spark_root(config.output.root, c.hadoop_root), config.output.root,
+                  from_output(config.output))
+    ms = Metastore(config.hive.metastore_uri, config.hive.timeout_s) \
+        if config.hive.metastore_uri else None
+    try:
+        locator = thrift_locator(ms, fs, TableNaming.of(config.hive)) if ms else None
+        done = run(fs, locator, opts, planner.plan_for_swap,
+                   lambda line: print(line, flush=True))
+    finally:
+        if ms is not None:
+            ms.close()
+        close = getattr(fs, "close", None)
+        if close is not None:
+            close()
+    return planner.report(*planner.last, applied=done)
+
+
+class _Planner:
+    """Reads the output and plans; remembers the last plan for the summary."""
+
+    def __init__(self, args: argparse.Namespace, config: Config, storage, tick: Ticker  # noqa: ANN001
+                 ) -> None:
+        self.args, self.config, self.storage, self.tick = args, config, storage, tick
+        self.days = set(args.day or ())
+        self.last: tuple = ()
+        self.filled = 0
+
+    def _read(self) -> tuple[dict, list]:
+        from garmexport.tools.verify import check_topic, read_output
+        from garmexport.tools.verify_jvm import read_jvm
+
+        def reading(done: int, total: int, rows: int) -> None:
+            self.tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, "
+                                f"{s:.0f} s")
+
+        unreadable: list = []
+        topics: Counter[str] = Counter()
+        src = self.config.source
+        held, _ = read_output(self.storage, src.topic, reading, None, unreadable, topics)
+        jvm = read_jvm(self.storage, held, self.config.jvm.cluster, reading)
+        check_topic(src.topic, held, topics, self.config.output.root)
+        return held, unreadable + jvm.unreadable
+
+    def _verdicts(self, held: Mapping, datasets: bool) -> Callable:
+        from garmexport.compaction.closed import is_closed, last_closed_day
+        from garmexport.compaction.markers import read_markers
+        from garmexport.compaction.store_fs import StoreFs
+        from garmexport.protocol.naming import epoch_day
+        from garmexport.tools.repair_rows import verdict
+        import time
+
+        facts = read_markers(StoreFs(self.storage, self.storage.uri))
+        last_closed = last_closed_day(facts.progress.values(), int(time.time() * 1000),
+                                      self.config.compaction.lateness_s)
+        last: dict[str, int] = {}
+        for (_, o), paths in held.items():
+            for path in paths:
+                if o > last.get(path, -1):
+                    last[path] = o
+
+        def can(path: str):  # noqa: ANN202 - Rewritable
+            return verdict(path, last.get(path, -1), facts.low,
+                           lambda day: is_closed(epoch_day(day), last_closed), datasets)
+        return can
+
+    def plan(self) -> tuple:
+        """(row plan, updates, problems, quarantine replay counts) from a fresh read."""
+        from garmexport.tools.repair_rows import plan, quarantine_copies
+
+        held, unreadable = self._read()
+        updates: dict = {}
+        replay = None
+        if self.args.mode == "quarantine":
+            replay, updates = self._replay(held)
+            if replay.fills and self.args.apply and not unreadable:
+                self._publish(replay.fills)
+                held, unreadable = self._read()  # the published rows: the quarantine's
+                # copies of them are duplicates now
+        days = self.days
+
+        def wanted(key, copies) -> bool:  # noqa: ANN001
+            if days and not any(c.split("/")[1][4:] in days for c in copies):
+                return False
+            return self.args.mode != "quarantine" or quarantine_copies(key, copies)
+
+        can = self._verdicts(held, datasets=self.args.mode != "quarantine")
+        rows = plan(held, can, wanted)
+        problems = [u.describe() for u in unreadable]
+        self.last = (rows, updates, problems, replay)
+        return self.last
+
+    def plan_for_swap(self) -> tuple[dict, dict]:
+        """:meth:`plan`, as :func:`garmexport.tools.repair_swap.run` asks for it: the files
+        to rewrite per (place, day) and the updates; nothing when a file cannot be read."""
+        rows, updates, problems, replay = self.plan()
+        if problems:
+            return {}, {}
+        by_place = {k: dict(v) for k, v in rows.by_place().items()}
+        for path in (replay.update_files if replay is not None else ()):
+            place, day, _ = path.split("/", 2)
+            by_place.setdefault((place, day[len("day="):]), {}).setdefault(path, Counter())
+        return by_place, updates
+
+    def _replay(self, held: Mapping) -> tuple:
+        from garmexport.tools.repair_quarantine import replay_plan
+        return replay_plan(self.storage, self.config, held, self.days, self.tick)
+
+    def _publish(self, fills: list) -> None:
+        from garmexport.tools.repair_apply import apply
+        done = apply(self.config, self.storage, fills, lambda f, p: print(
+            f"published {p.path}: {p.rows} rows, offsets {p.first_offset}..{p.last_offset}",
+            flush=True))
+        self.filled = sum(p.rows for _, p in done.published)
+        for fill, path in done.conflicts:
+            print(f"conflict: {path} was published by another writer first (another "
+                  f"repair?); partition {fill.partition} {fill.origin}")
+
+    def report(self, rows, updates, problems, replay, applied) -> int:  # noqa: ANN001
+        """Print the plan (or what was done) and the summary line; the exit status."""
+        verb = "would take out" if applied is None else "took out"
+        for (place, day), files in rows.by_place().items():
+            n = sum(sum(c.values()) for c in files.values())
+            names = ", ".join(p.rpartition("/")[2] for p in list(files)[:_SHOWN])
+            print(f"{place}/day={day}: {verb} {n} rows from {len(files)} files ({names}"
+                  f"{' ...' if len(files) > _SHOWN else ''})")
+        for left in rows.left[:_SHOWN]:
+            print(f"left twice: partition {left.partition} offset {left.offset}: "
+                  + "; ".join(f"{p} ({why})" for p, why in left.files))
+        if len(rows.left) > _SHOWN:
+            print(f"left twice: {len(rows.left) - _SHOWN} more records")
+        if replay is not None:
+            print(replay.describe(applied is not None, self.filled))
+        for line in problems[:_SHOWN]:
+            print(f"unreadable file {line}")
+        if problems and self.args.apply:
+            print("not applied: a file that cannot be read may hold rows no listing can "
+                  "see: fix it, then run repair again")
+        mode = self.args.mode
+        if applied is None:
+            todo = rows.rows + (replay.rows if replay is not None else 0)
+            print(f"repair {mode}: dry run: would take out {rows.rows} rows"
+                  + (f", move {replay.rows} rows out of the quarantine" if replay else "")
+                  + f"; {len(rows.left)} records left twice; {len(problems)} problems"
+                  + (" (run with --apply)" if todo else ""))
+            return 0 if not todo and not rows.left and not problems else 1
+        left = len(rows.left)
+        print(f"repair {mode}: took out {applied.rows_dropped} rows"
+              + (f", moved {self.filled} rows into their datasets" if replay else "")
+              + f", updated {applied.rows_updated}; files {applied.files_in} -> "
+              f"{applied.files_out} in {applied.days} swaps (waited {applied.waited_s:.0f} s "
+              f"for the grace); {left} records left twice; {len(problems)} problems")
+        stuck = replay.in_flight if replay is not None else 0
+        return 0 if not left and not problems and not stuck else 1
+

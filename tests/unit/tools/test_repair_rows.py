@@ -1,0 +1,106 @@
+"""Which rows ``repair duplicates`` takes out, which files it may rewrite, and the rewrite
+of one table (``repair_swap.without``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+
+from garmexport.tools.repair_rows import (Left, Rewritable, plan, quarantine_copies, verdict)
+from garmexport.tools.repair_swap import next_generation, without
+
+RAW = "fs/day=2026-11-02/local+t+00000+00000000000000000010.parquet"
+RAW2 = "fs/day=2026-11-02/local+t+00000+00000000000000000020.parquet"
+COMPACTED = "fs/day=2026-11-02/local+t+c000001+00000.parquet"
+JVM = "fs/day=2026-11-02/0.index=3"
+QUARANTINED = "_quarantine/day=2026-11-02/local+t+00000+00000000000000000010+_frame.parquet"
+LOW = {("local", "t", 0): {"fs": 100, "_frame": 100}}
+
+
+def _all_ok(path: str) -> Rewritable:
+    return Rewritable()
+
+
+def test_a_file_doubled_whole_goes_and_the_others_are_not_touched() -> None:
+    held = {(0, o): [RAW, COMPACTED] for o in range(10, 15)}
+    held |= {(0, o): [COMPACTED] for o in range(15, 17)}  # the restored copy holds more
+    rows = plan(held, _all_ok)
+    # RAW is doubled whole (5 of 5), COMPACTED 5 of 7: RAW goes, COMPACTED stays whole
+    assert rows.drops == {RAW: Counter({(0, o): 1 for o in range(10, 15)})}
+    assert rows.fixed == 5 and not rows.left and rows.rows == 5
+
+
+def test_a_copy_that_cannot_be_rewritten_is_the_one_kept() -> None:
+    held = {(0, 10): [RAW, JVM]}
+    can = {RAW: Rewritable(), JVM: Rewritable("a JVM file")}
+    rows = plan(held, can.__getitem__)
+    assert rows.drops == {RAW: Counter({(0, 10): 1})} and not rows.left
+
+
+def test_two_copies_that_cannot_be_rewritten_are_left_and_said() -> None:
+    held = {(0, 10): [JVM, RAW, RAW2]}
+    can = {RAW: Rewritable("above"), JVM: Rewritable("a JVM file"), RAW2: Rewritable()}
+    rows = plan(held, can.__getitem__)
+    assert rows.drops == {RAW2: Counter({(0, 10): 1})}
+    assert rows.left == [Left(0, 10, ((JVM, "a JVM file"), (RAW, "above")))]
+    assert rows.fixed == 0
+
+
+def test_a_dataset_row_is_kept_over_the_quarantine_one() -> None:
+    held = {(0, 10): [QUARANTINED, RAW]}
+    assert plan(held, _all_ok).drops == {QUARANTINED: Counter({(0, 10): 1})}
+
+
+def test_one_file_holding_a_record_twice_keeps_one_row() -> None:
+    rows = plan({(0, 10): [RAW, RAW]}, _all_ok)
+    assert rows.drops == {RAW: Counter({(0, 10): 1})}
+
+
+def test_wanted_picks_the_records_worked_on() -> None:
+    held = {(0, 10): [QUARANTINED, RAW], (0, 11): [RAW, COMPACTED]}
+    rows = plan(held, _all_ok, quarantine_copies)
+    assert rows.drops == {QUARANTINED: Counter({(0, 10): 1})}
+    assert quarantine_copies((0, 1), [QUARANTINED, QUARANTINED]) is False
+
+
+def test_the_verdict_follows_compactions_rules() -> None:
+    closed = {"2026-11-02"}.__contains__
+    assert verdict(RAW, 100, LOW, closed).ok
+    assert "above the committed point (101 > 100)" in verdict(RAW, 101, LOW, closed).why_not
+    assert "not closed" in verdict(RAW, 50, LOW, lambda day: False).why_not
+    assert verdict(COMPACTED, 10**9, LOW, lambda day: False).ok  # its rows are all <= W
+    assert "JVM" in verdict(JVM, 1, LOW, closed).why_not
+    assert "no marker names gc" in verdict(RAW.replace("fs/", "gc/"), 1, LOW, closed).why_not
+    assert "not named by garmexport" in verdict("fs/day=2026-11-02/mine.parquet", 1, LOW,
+                                                closed).why_not
+    assert verdict(QUARANTINED, 100, LOW, closed, datasets=False).ok
+    assert "leaves datasets alone" in verdict(RAW, 1, LOW, closed, datasets=False).why_not
+
+
+def test_without_drops_the_first_rows_counted_and_updates_the_kept_ones() -> None:
+    table = pa.table({"kafka_partition": pa.array([0, 0, 0, 1], pa.int32()),
+                      "kafka_offset": pa.array([5, 5, 6, 5], pa.int64()),
+                      "reason": ["a", "b", "c", "d"]})
+    kept, updated = without(table, Counter({(0, 5): 1}), {(0, 6): {"reason": "new"}})
+    assert kept.to_pydict() == {"kafka_partition": [0, 0, 1], "kafka_offset": [5, 6, 5],
+                                "reason": ["b", "new", "d"]}
+    assert updated == 1
+    assert kept.schema == table.schema
+
+
+class _Listing:
+    def __init__(self, entries: dict[str, list[tuple[str, bool]]]) -> None:
+        self.entries = entries
+
+    def list(self, path: str) -> list:
+        from garmexport.compaction.fs import Entry
+        return [Entry(n, d, 0) for n, d in self.entries.get(path, [])]
+
+
+def test_a_new_generation_is_above_every_one_the_day_has_shown() -> None:
+    fs = _Listing({"fs/day=2026-11-02": [("local+t+c000003+00000.parquet", False),
+                                         ("_g000007", True)],
+                   "_compaction/fs/day=2026-11-02": [("g000005.json", False)]})
+    assert next_generation(fs, "fs", "2026-11-02") == 8  # type: ignore[arg-type]
+    assert next_generation(_Listing({}), "fs", "2026-11-02") == 1  # type: ignore[arg-type]
