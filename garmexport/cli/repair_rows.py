@@ -118,7 +118,7 @@ class _Planner:
         updates: dict = {}
         replay = None
         if self.args.mode == "quarantine":
-            replay, updates = self._replay(held)
+            replay, updates = self._replay(held, self._verdicts(held, datasets=False))
             if replay.fills and self.args.apply and not unreadable:
                 self._publish(replay.fills)
                 held, unreadable = self._read()  # the published rows: the quarantine's
@@ -148,9 +148,9 @@ class _Planner:
             by_place.setdefault((place, day[len("day="):]), {}).setdefault(path, Counter())
         return by_place, updates
 
-    def _replay(self, held: Mapping) -> tuple:
+    def _replay(self, held: Mapping, can: Callable) -> tuple:
         from garmexport.tools.repair_quarantine import replay_plan
-        return replay_plan(self.storage, self.config, held, self.days, self.tick)
+        return replay_plan(self.storage, self.config, held, self.days, can, self.tick)
 
     def _publish(self, fills: list) -> None:
         from garmexport.tools.repair_apply import apply
@@ -183,19 +183,22 @@ class _Planner:
             print("not applied: a file that cannot be read may hold rows no listing can "
                   "see: fix it, then run repair again")
         mode = self.args.mode
+        stuck = (replay.in_flight + sum(replay.waiting.values())) if replay is not None else 0
         if applied is None:
             todo = rows.rows + (replay.rows if replay is not None else 0)
             print(f"repair {mode}: dry run: would take out {rows.rows} rows"
                   + (f", move {replay.rows} rows out of the quarantine" if replay else "")
-                  + f"; {len(rows.left)} records left twice; {len(problems)} problems"
-                  + (" (run with --apply)" if todo else ""))
-            return 0 if not todo and not rows.left and not problems else 1
+                  + f"; {len(rows.left)} records left twice"
+                  + (f"; {stuck} quarantined records left for a later run" if replay else "")
+                  + f"; {len(problems)} problems" + (" (run with --apply)" if todo else ""))
+            return 0 if not todo and not rows.left and not problems and not stuck else 1
         left = len(rows.left)
         print(f"repair {mode}: took out {applied.rows_dropped} rows"
               + (f", moved {self.filled} rows into their datasets" if replay else "")
               + f", updated {applied.rows_updated}; files {applied.files_in} -> "
               f"{applied.files_out} in {applied.days} swaps (waited {applied.waited_s:.0f} s "
-              f"for the grace); {left} records left twice; {len(problems)} problems")
-        stuck = replay.in_flight if replay is not None else 0
+              f"for the grace); {left} records left twice"
+              + (f"; {stuck} quarantined records left for a later run" if replay else "")
+              + f"; {len(problems)} problems")
         return 0 if not left and not problems and not stuck else 1
 

@@ -17,7 +17,10 @@ exporter's decoder (:func:`garmexport.wire.columns.decode_batch`):
 - it still fails: it stays, and when its origin, reason or detail changed, its row is
   rewritten with the new ones (an update of the swap).
 
-Rows of other topics are left as they are.
+Rows of other topics are left as they are, and so are the rows of a quarantine file the
+repair may not rewrite yet (``can``: a raw file above W of its chain, or of a day not closed,
+:func:`garmexport.tools.repair_rows.verdict`): publishing them now would leave each record
+in its dataset and in the quarantine until the file can be rewritten.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from garmexport.protocol.naming import QUARANTINE_DIR, FRAME_ORIGIN, parse_day_d
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
 from garmexport.tools.repair_gaps import Fill, plan, select
+from garmexport.tools.repair_rows import Rewritable
 from garmexport.tools.verify import visible_files
 from garmexport.tools.verify_read import read_table
 from garmexport.wire.columns import decode_batch
@@ -72,6 +76,8 @@ class Replay:
     in_flight: int = 0
     failing: int = 0
     held: int = 0
+    #: rows left for a later run: their quarantine file may not be rewritten yet (why: count)
+    waiting: dict[str, int] = field(default_factory=dict)
     #: quarantine files holding a row whose reason changed (rewritten even without a drop)
     update_files: set[str] = field(default_factory=set)
     updates: dict[Key, dict[str, str]] = field(default_factory=dict)
@@ -81,7 +87,9 @@ class Replay:
         return (f"quarantine: {moved} records into their datasets; {self.held} were in a "
                 f"dataset already; {self.in_flight} decode now but are above their type's "
                 f"committed point (an exporter writes them; run repair again after); "
-                f"{self.failing} still fail ({len(self.updates)} with a new reason)")
+                f"{self.failing} still fail ({len(self.updates)} with a new reason)"
+                + "".join(f"; {n} left for a later run: {why}"
+                          for why, n in sorted(self.waiting.items())))
 
 
 def _rows(storage: Storage, topic: str, days: set[str], unreadable: list
@@ -110,7 +118,8 @@ def _rows(storage: Storage, topic: str, days: set[str], unreadable: list
 
 
 def replay_plan(storage: Storage, config: Config, held: Mapping[Key, list[str]],
-                days: set[str], tick: Callable = lambda text, force=False: None
+                days: set[str], can: Callable[[str], Rewritable],
+                tick: Callable = lambda text, force=False: None
                 ) -> tuple[Replay, dict[Key, dict[str, str]]]:
     """The replay of the quarantine's ``days`` (all when empty), and the updates of the
     rows that still fail (see the module docstring)."""
@@ -118,6 +127,15 @@ def replay_plan(storage: Storage, config: Config, held: Mapping[Key, list[str]],
     out = Replay()
     unreadable: list = []
     found = _rows(storage, src.topic, days, unreadable)
+    verdicts: dict[str, Rewritable] = {}
+    for p, by_offset in list(found.items()):
+        for o, (_, path, _) in list(by_offset.items()):
+            v = verdicts.get(path) or verdicts.setdefault(path, can(path))
+            if not v.ok:
+                out.waiting[v.why_not] = out.waiting.get(v.why_not, 0) + 1
+                del by_offset[o]
+        if not by_offset:
+            del found[p]
     window = Window.of(config.protocol)
     missing: dict[tuple[int, str], OriginBatch] = {}
     states = {}

@@ -182,11 +182,13 @@ def exporter_runs() -> Iterator[list[Exporter]]:
 
 def produce(bootstrap: str, topic: str, count: int, *, partitions: int = 4, seed: int = 1,
             days: int = 3, late_share: float = 0.05, bad_share: float = 0.0,
-            mix: Mapping[str, float] | None = None, rate: float | None = None) -> dict:
+            mix: Mapping[str, float] | None = None, rate: float | None = None,
+            now_ms: int = NOW_MS) -> dict:
     """Produce ``count`` generated records (all delivered, else AssertionError);
-    ``rate`` (records/s) paces them."""
+    ``rate`` (records/s) paces them; their Kafka times rise over the ``days`` before
+    ``now_ms``."""
     extra = {} if mix is None else {"mix": dict(mix)}
-    spec = Spec(now_ms=NOW_MS, seed=seed, partitions=partitions, days=days,
+    spec = Spec(now_ms=now_ms, seed=seed, partitions=partitions, days=days,
                 late_share=late_share, bad_share=bad_share, **extra)
     settings = client_settings(load_config(None, {}), bootstrap)
     report = produce_records(settings, topic, spec, count, rate=rate)

@@ -29,12 +29,17 @@ from garmexport.compaction.names import CompactedName
 from garmexport.compaction.plan import Range
 from garmexport.compaction.scan import ranges_to_json
 from garmexport.pipeline.crash_points import CRASH_ENV, PREDATED_ENV
-from garmexport.protocol.naming import FileName
+from garmexport.protocol.naming import MS_PER_DAY, FileName
 from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV
 from tests.integration.harness import (
-    PYTHON, ROOT, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
+    NOW_MS, PYTHON, ROOT, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
     produce, produce_in_background, topic_ends, verify, wait_caught_up,
 )
+
+
+#: the records produced while a repair runs reach Kafka after the first ones (their Kafka
+#: times from NOW_MS on): the days the repair works on stay closed (compaction.lateness_s 0)
+LATER_MS = NOW_MS + MS_PER_DAY
 
 
 def _repair(env: dict[str, str], *args: str, extra: dict[str, str] | None = None
@@ -89,7 +94,7 @@ def test_repair_duplicates_takes_a_restored_copy_out_once_across_a_kill(
     with exporter_runs() as runs:
         _two_exporters(runs, env, tmp_path)
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=42,
-                                        days=2, rate=500)
+                                        days=1, rate=500, now_ms=LATER_MS)
         killed = _repair(env, "duplicates", "--apply", extra={SWAP_CRASH_ENV: "after-journal"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
         assert copy.exists(), "the kill came before the swap touched the day"
@@ -151,7 +156,12 @@ def test_repair_quarantine_moves_an_upgraded_type_into_its_dataset_once(
     with exporter_runs() as runs:
         _two_exporters(runs, env, tmp_path)
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=44,
-                                        days=2, rate=500)
+                                        days=1, rate=500, now_ms=LATER_MS)
+        every_day = _repair(env, "quarantine")  # the newest day's rows must wait
+        assert every_day.returncode == 1, every_day.stdout + every_day.stderr
+        newest = pq.read_table(root / "_quarantine" / f"day={days[-1]}").num_rows
+        assert f"; {newest} left for a later run: day {days[-1]} is not closed" in \
+            every_day.stdout, every_day.stdout
         dry = _repair(env, "quarantine", *chosen)
         print(dry.stdout)
         assert dry.returncode == 1, dry.stdout + dry.stderr
