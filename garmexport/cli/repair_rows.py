@@ -19,13 +19,31 @@ without the lease and changes nothing.
 from __future__ import annotations
 
 import argparse
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from garmexport.cli.verify import Ticker
 from garmexport.settings.config import Config
 
+if TYPE_CHECKING:
+    from garmexport.tools.repair_quarantine import Replay
+    from garmexport.tools.repair_rows import RowPlan
+
 _SHOWN = 10
+
+
+@dataclass
+class Planned:
+    """One plan: the rows to take out (a ``repair_rows.RowPlan``), the kept rows' updates,
+    the files that could not be read, and the quarantine's replay (quarantine mode)."""
+
+    rows: RowPlan
+    updates: dict = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    replay: Replay | None = None
 
 
 def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN001 - Storage
@@ -44,7 +62,7 @@ def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN
                        args.lease_wait_s)
     planner = _Planner(args, config, storage, tick)
     if not args.apply:
-        return planner.report(*planner.plan(), applied=None)
+        return planner.report(planner.plan(), applied=None)
     fs = plain_fs(spark_root(config.output.root, c.hadoop_root), config.output.root,
                   from_output(config.output))
     ms = Metastore(config.hive.metastore_uri, config.hive.timeout_s) \
@@ -59,7 +77,8 @@ def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN
         close = getattr(fs, "close", None)
         if close is not None:
             close()
-    return planner.report(*planner.last, applied=done)
+    assert planner.last is not None  # run() asked for the plan
+    return planner.report(planner.last, applied=done)
 
 
 class _Planner:
@@ -69,7 +88,7 @@ class _Planner:
                  ) -> None:
         self.args, self.config, self.storage, self.tick = args, config, storage, tick
         self.days = set(args.day or ())
-        self.last: tuple = ()
+        self.last: Planned | None = None
         self.filled = 0
 
     def _read(self) -> tuple[dict, list]:
@@ -94,7 +113,6 @@ class _Planner:
         from garmexport.compaction.store_fs import StoreFs
         from garmexport.protocol.naming import epoch_day
         from garmexport.tools.repair_rows import verdict
-        import time
 
         facts = read_markers(StoreFs(self.storage, self.storage.uri))
         last_closed = last_closed_day(facts.progress.values(), int(time.time() * 1000),
@@ -110,8 +128,8 @@ class _Planner:
                            lambda day: is_closed(epoch_day(day), last_closed), datasets)
         return can
 
-    def plan(self) -> tuple:
-        """(row plan, updates, problems, quarantine replay counts) from a fresh read."""
+    def plan(self) -> Planned:
+        """The plan, from a fresh read of the output."""
         from garmexport.tools.repair_rows import plan, quarantine_copies
 
         held, unreadable = self._read()
@@ -133,14 +151,15 @@ class _Planner:
         can = self._verdicts(held, datasets=self.args.mode != "quarantine")
         rows = plan(held, can, wanted)
         problems = [u.describe() for u in unreadable]
-        self.last = (rows, updates, problems, replay)
+        self.last = Planned(rows, updates, problems, replay)
         return self.last
 
     def plan_for_swap(self) -> tuple[dict, dict]:
         """:meth:`plan`, as :func:`garmexport.tools.repair_swap.run` asks for it: the files
         to rewrite per (place, day) and the updates; nothing when a file cannot be read."""
-        rows, updates, problems, replay = self.plan()
-        if problems:
+        planned = self.plan()
+        rows, updates, replay = planned.rows, planned.updates, planned.replay
+        if planned.problems:
             return {}, {}
         by_place = {k: dict(v) for k, v in rows.by_place().items()}
         for path in (replay.update_files if replay is not None else ()):
@@ -162,8 +181,9 @@ class _Planner:
             print(f"conflict: {path} was published by another writer first (another "
                   f"repair?); partition {fill.partition} {fill.origin}")
 
-    def report(self, rows, updates, problems, replay, applied) -> int:  # noqa: ANN001
+    def report(self, planned: Planned, applied) -> int:  # noqa: ANN001 - Rewritten | None
         """Print the plan (or what was done) and the summary line; the exit status."""
+        rows, replay, problems = planned.rows, planned.replay, planned.problems
         verb = "would take out" if applied is None else "took out"
         for (place, day), files in rows.by_place().items():
             n = sum(sum(c.values()) for c in files.values())
