@@ -49,6 +49,7 @@ class Planned:
 def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN001 - Storage
     from garmexport.compaction.before_spark import plain_fs, thrift_locator
     from garmexport.cli.compact import sweep_every
+    from garmexport.errors import MetastoreError
     from garmexport.hive.metastore import Metastore
     from garmexport.hive.tables import TableNaming
     from garmexport.storage.hadoop_uri import spark_root
@@ -68,9 +69,19 @@ def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN
     ms = Metastore(config.hive.metastore_uri, config.hive.timeout_s) \
         if config.hive.metastore_uri else None
     try:
+        if ms is not None:
+            try:
+                ms.reach()  # before anything changes: a swap needs its flips
+            except MetastoreError as exc:
+                raise MetastoreError(f"{exc}; repair changed nothing: start the metastore "
+                                     "(hive.metastore_uri), then run it again") from None
         locator = thrift_locator(ms, fs, TableNaming.of(config.hive)) if ms else None
-        done = run(fs, locator, opts, planner.plan_for_swap,
-                   lambda line: print(line, flush=True))
+        try:
+            done = run(fs, locator, opts, planner.plan_for_swap,
+                       lambda line: print(line, flush=True))
+        except MetastoreError as exc:
+            raise MetastoreError(f"{exc}; a swap may be committed: the next 'garmexport "
+                                 "repair' or 'garmexport compact' finishes it") from None
     finally:
         if ms is not None:
             ms.close()

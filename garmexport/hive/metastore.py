@@ -83,6 +83,10 @@ class Metastore:
             self.close()
             raise MetastoreError(f"metastore {what}: {type(exc).__name__}: {exc}") from exc
 
+    def reach(self) -> None:
+        """Raise MetastoreError unless the metastore answers (one cheap call)."""
+        self._call("reach", lambda c, t: c.get_all_databases())
+
     def ensure_database(self, database: str) -> None:
         def run(c, t):  # noqa: ANN001, ANN202
             try:

@@ -18,6 +18,8 @@ every record exactly once.
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -29,8 +31,9 @@ from garmexport.compaction.names import CompactedName
 from garmexport.compaction.plan import Range
 from garmexport.compaction.scan import ranges_to_json
 from garmexport.pipeline.crash_points import CRASH_ENV, PREDATED_ENV
-from garmexport.protocol.naming import MS_PER_DAY, FileName
+from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
 from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV
+from tests.spark.exporter_like import markers_for, write_day
 from tests.integration.harness import (
     NOW_MS, PYTHON, ROOT, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
     produce, produce_in_background, topic_ends, verify, wait_caught_up,
@@ -40,6 +43,8 @@ from tests.integration.harness import (
 #: the records produced while a repair runs reach Kafka after the first ones (their Kafka
 #: times from NOW_MS on): the days the repair works on stay closed (compaction.lateness_s 0)
 LATER_MS = NOW_MS + MS_PER_DAY
+DAY = "2026-11-01"
+CLOSED_MS = (epoch_day(DAY) + 1) * MS_PER_DAY + 3_600_000  # the markers' progress: past DAY
 
 
 def _repair(env: dict[str, str], *args: str, extra: dict[str, str] | None = None
@@ -179,3 +184,31 @@ def test_repair_quarantine_moves_an_upgraded_type_into_its_dataset_once(
     assert [container_rows(d) for d in days] == [0] * (len(days) - 1) + [staying]
     assert pq.read_table(root / "container_event").num_rows >= moved
     assert_exact(env, topic_ends(broker.bootstrap, topic))
+
+
+def test_repair_duplicates_with_the_metastore_down_changes_nothing(tmp_path: Path) -> None:
+    """A swap with a metastore flips the day's partition: with the metastore down, repair
+    must say so and change nothing, not commit a swap it cannot flip. Without a metastore
+    it swaps plainly; a file garmexport did not name is the copy kept."""
+    root = tmp_path / "out"
+    write_day(str(root), "gc", DAY, partitions=1, files_per_partition=3, rows_per_file=3)
+    markers_for(str(root), {0: {"gc": 10_000}}, CLOSED_MS)
+    day = root / "gc" / f"day={DAY}"
+    first = sorted(day.iterdir())[0]
+    (day / "restored.parquet").write_bytes(first.read_bytes())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
+    env |= {"GARMEXPORT_OUTPUT_ROOT": str(root), "GARMEXPORT_COMPACTION_LATENESS_S": "0"}
+    before = _files(root)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # a port nothing listens on
+        down = _repair({**env, "GARMEXPORT_HIVE_METASTORE_URI":
+                        f"thrift://127.0.0.1:{closed.getsockname()[1]}"}, "duplicates", "--apply")
+    assert down.returncode == 1, down.stdout + down.stderr
+    assert "repair changed nothing: start the metastore" in down.stderr, down.stderr
+    assert _files(root) == before
+
+    plain = _repair(env, "duplicates", "--apply")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert f"took out 3 rows from 1 files ({first.name})" in plain.stdout, plain.stdout
+    assert not first.exists() and (day / "restored.parquet").exists()
+    assert _repair(env, "duplicates").returncode == 0  # nothing left
