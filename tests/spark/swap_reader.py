@@ -41,6 +41,11 @@ def judge(seen: list[tuple[int, int]], want: set[tuple[int, int]]) -> dict[str, 
             "missing": len(want - set(counts)), "extra": len(set(counts) - want)}
 
 
+def _nulls_first(key: tuple[int | None, int]) -> tuple[bool, int, int]:
+    """Sort order of a (partition, offset) whose partition may be NULL (a JVM row)."""
+    return (key[0] is not None, key[0] or 0, key[1])
+
+
 def sample(spark: object, m: dict, out: object) -> None:
     want = {tuple(k) for k in m["keys"]}
     day_dir = os.path.join(m["root"], m["output"], f"day={m['day']}")
@@ -51,7 +56,7 @@ def sample(spark: object, m: dict, out: object) -> None:
             f"WHERE day = '{m['day']}'").collect()
         seen = [(r[0], r[1]) for r in rows]
         lines.append({"way": "metastore", **judge(seen, want),
-                      **({"seen": sorted(seen)} if m.get("seen") else {})})
+                      **({"seen": sorted(seen, key=_nulls_first)} if m.get("seen") else {})})
     except Exception as exc:  # noqa: BLE001 - a failed query is what the test counts
         lines.append({"way": "metastore", "error": str(exc).splitlines()[0][:300]})
     try:

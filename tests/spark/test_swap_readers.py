@@ -34,11 +34,10 @@ from garmexport.compaction.complete import COMPLETE_STEP
 from garmexport.compaction.lease import LEASE_S as SHIPPED_LEASE_S
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.names import CompactedName
-from garmexport.compaction.plan import Range
-from garmexport.compaction.scan import ranges_to_json
 from garmexport.compaction.swap import CRASH_ENV, PAUSE_ENV, STEPS
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import columns_of, partition_location, table_location
+from tests.jvm_root import jvm_table
 from tests.spark import run_compaction
 from tests.spark.exporter_like import data_files, markers_for, read_rows, write_day, write_raw
 from tests.spark.test_compaction import (CLOSED_MS, DAY, NOW_MS, REPO, SMALL_TARGET,
@@ -512,42 +511,34 @@ def test_a_file_published_at_every_step_of_a_swap_killed_at_its_commit_point_nev
           "samples: no row twice, none lost")
 
 
-def _restore_a_copy(root: str, scratch: Path) -> tuple[list[tuple[int, int]], str]:
-    """The copy a backup restored beside the day leaves: a compacted file holding the rows
-    of partition 0's first two raw files and three rows no other file holds, with its
-    sidecar. Returns the three rows' keys and the file's path."""
-    raw = [n for n in data_files(root, OUTPUT, DAY) if n.startswith("local+garmadon+00000+")]
+def _jvm_rewrote(root: str) -> tuple[set[tuple[int, int]], str, str]:
+    """The file a Garmadon JVM exporter still running after the takeover leaves: its
+    newest file of the day, rewritten to hold records garmexport exported too (the rows of
+    partition 0's first raw file and the first row of its second), in the JVM's format (no
+    ``kafka_partition`` column). Returns the doubled keys and the two raw files' names."""
     base = os.path.join(root, OUTPUT, f"day={DAY}")
-    tables = [pq.read_table(os.path.join(base, n)) for n in raw[:2]]
-    extra = write_raw(str(scratch), OUTPUT, DAY, 1, [5000, 5002, 5004])
-    tables.append(pq.read_table(os.path.join(scratch, OUTPUT, f"day={DAY}", extra)))
-    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
-    name = CompactedName("local", "garmadon", 1, 0)
-    pq.write_table(table, os.path.join(base, name.format()))
-    ranges = sorted({(p, o) for p, o in zip(table["kafka_partition"].to_pylist(),
-                                            table["kafka_offset"].to_pylist())})
-    by_p = {p: [o for q, o in ranges if q == p] for p in {p for p, _ in ranges}}
-    Path(base, name.sidecar()).write_text(ranges_to_json(tuple(
-        Range(p, min(os_), max(os_), len(os_)) for p, os_ in sorted(by_p.items())),
-        source="local", topic="garmadon", generation=1, rows=table.num_rows))
-    return [(1, o) for o in (5000, 5002, 5004)], os.path.join(base, name.format())
+    first, second = data_files(root, OUTPUT, DAY)[:2]
+    tables = [pq.read_table(os.path.join(base, first)),
+              pq.read_table(os.path.join(base, second)).slice(0, 1)]
+    table = jvm_table(pa.concat_tables([t.replace_schema_metadata(None) for t in tables]))
+    pq.write_table(table, os.path.join(base, "0.index=0"))
+    return {(0, o) for o in table["kafka_offset"].to_pylist()}, first, second
 
 
 def test_a_repair_of_duplicates_killed_at_its_commit_point_never_shows_a_row_missing_or_newly_doubled(
         reader: Reader, metastore: Any, tmp_path: Path) -> None:
-    """Issue 33: ``repair duplicates`` takes a restored copy's doubled rows out through
-    compaction's swap, killed at its commit point (the journal written) and run again,
-    stopping at every step while the exporter publishes a file and the reader samples the
-    day twice through the metastore. Until the flip the reader sees the day as it was (the
-    restored rows twice); from then on never a row twice; and never a row missing that it
-    showed before. Partition 0's first raw file is at or below W and doubled whole: it
-    goes; its second is above W: the copy keeps its rows out, so the copy is rewritten."""
+    """Issue 33: ``repair duplicates`` takes out garmexport's copies of the rows a JVM
+    exporter wrote after the takeover, through compaction's swap, killed at its commit
+    point (the journal written) and run again, stopping at every step while the exporter
+    publishes a file and the reader samples the day twice through the metastore. Until
+    the flip the reader sees the day as it was (those rows twice: the JVM's have no
+    ``kafka_partition``, read as partition 0, the day's one); from then on never a row
+    twice; and never a row missing that it showed before. The JVM file stays (the takeover
+    leaves it alone); the first raw file, doubled whole, goes; the second loses one row."""
     root = str(tmp_path / "out")
-    keys = write_day(root, OUTPUT, DAY, partitions=2, files_per_partition=15, rows_per_file=3)
-    markers_for(root, {0: {OUTPUT: 4}, 1: {OUTPUT: 10_000}}, CLOSED_MS)  # file 0 <= W < file 1
-    unique, copy = _restore_a_copy(root, tmp_path / "restored")
-    keys += unique
-    doubled = {(0, o) for o in range(0, 12, 2)}
+    keys = write_day(root, OUTPUT, DAY, partitions=1, files_per_partition=15, rows_per_file=3)
+    markers_for(root, {0: {OUTPUT: 10_000}}, CLOSED_MS)
+    doubled, first_raw, second_raw = _jvm_rewrote(root)
     database = "repair_duplicates"
     register(metastore, database, root)
     late = Publisher(root, tmp_path / "scratch")
@@ -591,7 +582,8 @@ def test_a_repair_of_duplicates_killed_at_its_commit_point_never_shows_a_row_mis
     assert first.wait(timeout=60) == -signal.SIGKILL
     if first.stdout is not None:
         first.stdout.close()
-    assert os.path.exists(copy), "the kill came before the swap touched the day"
+    assert os.path.exists(os.path.join(root, OUTPUT, f"day={DAY}", first_raw)), \
+        "the kill came before the swap touched the day"
     again = repair()
     at_each_stop(again, kill_at=None)
     assert again.stdout is not None
@@ -608,7 +600,7 @@ def test_a_repair_of_duplicates_killed_at_its_commit_point_never_shows_a_row_mis
     shown: set[tuple[int, int]] = set()
     flipped = False
     for i, s in enumerate(meta):
-        seen = [(p, o) for p, o in s["seen"]]
+        seen = [(0 if p is None else p, o) for p, o in s["seen"]]
         twice = {k for k in seen if seen.count(k) > 1}
         assert twice <= doubled, f"sample {i}: rows twice that were once before"
         assert not (flipped and twice), f"sample {i}: rows twice again after the flip"
@@ -618,10 +610,13 @@ def test_a_repair_of_duplicates_killed_at_its_commit_point_never_shows_a_row_mis
         assert set(seen) <= published, f"sample {i}: rows never published"
         shown |= set(seen)
     assert flipped
-    final = [(p, o) for p, o in meta[-1]["seen"]]
+    final = [(0 if p is None else p, o) for p, o in meta[-1]["seen"]]
     assert sorted(final) == sorted(published)  # the day, whole, each row once
-    assert read_rows(root, OUTPUT, DAY) == sorted(published)
-    assert not os.path.exists(copy)
+    names = os.listdir(os.path.join(root, OUTPUT, f"day={DAY}"))
+    assert "0.index=0" in names and first_raw not in names and second_raw not in names
+    [rewritten] = [n for n in names if CompactedName.parse(n)]
+    base = os.path.join(root, OUTPUT, f"day={DAY}")
+    assert pq.read_table(os.path.join(base, rewritten))["kafka_offset"].to_pylist() == [8, 10]
     assert not os.listdir(os.path.join(root, "_compaction", OUTPUT, f"day={DAY}"))
     print(f"{stops} stops, {len(late.keys) // 2} files published, {len(meta)} metastore "
           "samples: no row newly twice, none lost")
