@@ -95,8 +95,8 @@ def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN
 class _Planner:
     """Reads the output and plans; remembers the last plan for the summary."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, storage, tick: Ticker  # noqa: ANN001
-                 ) -> None:
+    def __init__(self, args: argparse.Namespace, config: Config,
+                 storage, tick: Ticker) -> None:  # noqa: ANN001 - Storage
         self.args, self.config, self.storage, self.tick = args, config, storage, tick
         self.days = set(args.day or ())
         self.last: Planned | None = None
@@ -228,7 +228,9 @@ class _Planner:
               + (f", moved {self.filled} rows into their datasets" if replay else "")
               + f", updated {applied.rows_updated}; files {applied.files_in} -> "
               f"{applied.files_out} in {applied.days} swaps (waited {applied.waited_s:.0f} s "
-              f"for the grace); {left} records left twice"
+              f"for the grace"
+              + (f"; {applied.recovered} left by an earlier run" if applied.recovered else "")
+              + f"); {left} records left twice"
               + (f"; {stuck} quarantined records left for a later run" if replay else "")
               + f"; {len(problems)} problems")
         return 0 if not left and not problems and not stuck else 1

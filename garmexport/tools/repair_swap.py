@@ -129,7 +129,8 @@ def without(table: pa.Table, drops: Counter[Key], updates: Updates) -> tuple[pa.
             if column in new:
                 values[i] = new[column]
         at = kept.schema.get_field_index(column)
-        kept = kept.set_column(at, kept.schema.field(at), pa.array(values, kept.schema.field(at).type))
+        column_field = kept.schema.field(at)
+        kept = kept.set_column(at, column_field, pa.array(values, column_field.type))
     return kept, len(rows)
 
 
@@ -207,6 +208,8 @@ def run(fs: FileOps, locator: Locator | None, opts: SwapOptions,
         recovered = recover_all(fs, locator, now_ms, grace_s, clock, crash)
         ctx.waiting.extend(recovered.waiting)
         done.recovered = recovered.rolled_forward + len(recovered.waiting)
+        if recovered.rolled_forward:
+            say(f"finished {recovered.rolled_forward} swaps an earlier run left")
         if ctx.waiting:
             say(f"finishing {len(ctx.waiting)} swaps an earlier run left (their grace ends "
                 f"in {max(0, max(w.due_at_ms for w in ctx.waiting) - clock()) / 1000:.0f} s)")
