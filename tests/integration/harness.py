@@ -293,3 +293,36 @@ def foreign_visible_files(root: Path) -> list[str]:
         if not ok:
             bad.append("/".join(rel))
     return bad
+
+
+def repair(env: Mapping[str, str], *args: str, extra: Mapping[str, str] | None = None,
+           timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """Run ``garmexport repair ARGS`` (progress on every file) with ``env`` and ``extra``."""
+    return subprocess.run([PYTHON, "-m", "garmexport", "repair", "--progress-s", "0", *args],
+                          env={**env, **(extra or {})}, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout_s)
+
+
+def files_under(root: Path) -> set[str]:
+    """Every file under ``root`` (relative paths) but the exporters' temp files."""
+    return {str(p.relative_to(root)) for p in root.rglob("*")
+            if p.is_file() and not str(p.relative_to(root)).startswith("_tmp")}
+
+
+def all_alive(runs: list[Exporter]) -> Callable[[], None]:
+    """A check that raises when any of ``runs`` has exited (for :func:`wait_caught_up`)."""
+    def alive() -> None:
+        for run in runs:
+            run.check_alive()
+    return alive
+
+
+def stop_caught_up(runs: list[Exporter], bootstrap: str, topic: str, root: Path
+                   ) -> dict[int, int]:
+    """Wait until ``runs`` committed the topic to its end, stop each cleanly (exit 0);
+    the topic's ends."""
+    ends = topic_ends(bootstrap, topic)
+    wait_caught_up(str(root), topic, ends, 120, all_alive(runs))
+    for run in runs:
+        assert run.terminate() == 0, run.tail()
+    return ends

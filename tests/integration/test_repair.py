@@ -12,28 +12,14 @@ against the broker must find every record exactly once.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from tests.integration.harness import (
-    PYTHON, ROOT, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
-    produce, produce_in_background, topic_ends, verify, wait_caught_up,
+    Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs, files_under,
+    produce, produce_in_background, repair, stop_caught_up, verify,
 )
-
-
-def _repair(env: dict[str, str], *args: str, extra: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "garmexport", "repair", "--progress-s", "0", *args],
-                          env={**env, **(extra or {})}, cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
-
-
-def _files(root: Path) -> set[str]:
-    """Every file under the root but the temp files."""
-    return {str(p.relative_to(root)) for p in root.rglob("*")
-            if p.is_file() and not str(p.relative_to(root)).startswith("_tmp")}
 
 
 def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) -> None:
@@ -61,14 +47,14 @@ def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) 
 
     # records past the committed point (no exporter ran since) are the exporter's
     produce(broker.bootstrap, topic, 200, partitions=2, seed=34, days=2)
-    before = _files(root)
-    dry = _repair(env)
+    before = files_under(root)
+    dry = repair(env)
     print(dry.stdout)
     assert dry.returncode == 1, dry.stdout + dry.stderr
     assert f"{dataset}/{day}: would add {gone[victim]} rows" in dry.stdout, dry.stdout
     assert "_quarantine/day=" in dry.stdout and "run with --apply" in dry.stdout, dry.stdout
     assert "missing records in flight (offsets 2" in dry.stdout and "; 0 in flight" not in dry.stdout
-    assert _files(root) == before, "a dry run wrote something"
+    assert files_under(root) == before, "a dry run wrote something"
 
     # an exporter runs and records arrive meanwhile: repair fills below the committed
     # point only, the exporter writes the rest
@@ -79,17 +65,15 @@ def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) 
                                         days=2, rate=500)
         # two files at least (the victim's rows cut in halves): the kill leaves one
         small = {"GARMEXPORT_WRITER_MAX_FILE_ROWS": str(max(1, gone[victim] // 2))}
-        killed = _repair(env, "--apply",
+        killed = repair(env, "--apply",
                          extra={**small, "TEST_GARMEXPORT_CRASH_AFTER": "publish:1"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
-        again = _repair(env, "--apply", extra=small)
+        again = repair(env, "--apply", extra=small)
         print(killed.stdout, again.stdout, sep="")
         assert again.returncode == 0, again.stdout + again.stderr
         added = int(re.search(r"repair: added (\d+) rows", again.stdout)[1])  # type: ignore[index]
         assert 0 < added < sum(gone.values()), again.stdout  # the killed run's file stays
         assert "0 not added" in again.stdout and "0 lost for good" in again.stdout
         feed.join(60)
-        ends = topic_ends(broker.bootstrap, topic)
-        wait_caught_up(str(root), topic, ends, 120, runs[0].check_alive)
-        assert runs[0].terminate() == 0, runs[0].tail()
+        ends = stop_caught_up(runs, broker.bootstrap, topic, root)
     assert_exact(env, ends)  # every record exactly once: no duplicate, none missing

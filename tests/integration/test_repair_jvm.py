@@ -55,8 +55,8 @@ from garmexport.settings.load import load_config
 from garmexport.tools.generator import Spec
 from tests.broker import Broker
 from tests.integration.harness import (
-    NOW_MS, PYTHON, ROOT, Exporter, assert_exact, exporter_env, exporter_runs, produce,
-    produce_in_background, topic_ends, verify, wait_caught_up,
+    NOW_MS, PYTHON, ROOT, Exporter, all_alive, assert_exact, exporter_env, exporter_runs,
+    produce, produce_in_background, repair, stop_caught_up, topic_ends, verify, wait_caught_up,
 )
 from tests.integration.test_jvm_takeover import read_topic
 from tests.jvm_root import WINDOW, Rec, build, decoded_chains, exported_chains, write_jvm_file
@@ -69,13 +69,6 @@ MAX_FILE_ROWS = 3  # repair's files: small, so that a run publishes many and can
 #: after the n-th intent or publish, or a SIGKILL a moment after its n-th published file
 KILLS = ("intent", "publish", "sigkill")
 RUNS = len(KILLS) + 3  # the kills, then reruns until one exits 0
-
-
-def _repair(env: Mapping[str, str], *args: str, extra: Mapping[str, str] | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "garmexport", "repair", *args],
-                          env={**env, **(extra or {})}, cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
 
 
 def _published(line: str) -> bool:
@@ -187,7 +180,7 @@ def test_repair_fills_what_the_jvm_exporter_lost_across_kills_beside_two_exporte
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2,
                                         seed=SEED % 1000 + 2, days=2, rate=100)
 
-        dry = _repair(env, extra=small)
+        dry = repair(env, extra=small)
         print(dry.stdout)
         assert dry.returncode == 1, dry.stdout + dry.stderr
         assert f"repair: dry run: would add {lost} rows" in dry.stdout, dry.stdout
@@ -204,7 +197,7 @@ def test_repair_fills_what_the_jvm_exporter_lost_across_kills_beside_two_exporte
                 code, out = _repair_sigkilled({**env, **small}, n, rng.uniform(0.0, 0.05))
             else:
                 crash = {} if how == "none" else {"TEST_GARMEXPORT_CRASH_AFTER": f"{how}:{n}"}
-                done = _repair(env, "--apply", extra={**small, **crash})
+                done = repair(env, "--apply", extra={**small, **crash})
                 code, out = done.returncode, done.stdout + done.stderr
                 if how != "none" and code != 137:  # the hook did not fire: fewer files left
                     files = re.search(r"repair: added \d+ rows in (\d+) files", out)
@@ -221,15 +214,7 @@ def test_repair_fills_what_the_jvm_exporter_lost_across_kills_beside_two_exporte
 
         feed.join(60)
         assert not feed.is_alive(), "the background producer did not finish"
-        ends = topic_ends(broker.bootstrap, topic)
-
-        def alive() -> None:
-            for run in runs:
-                run.check_alive()
-
-        wait_caught_up(str(root), topic, ends, 120, alive)
-        for run in runs:
-            assert run.terminate() == 0, run.tail()
+        ends = stop_caught_up(runs, broker.bootstrap, topic, root)
 
     report = assert_exact(env, ends)  # verify exits 0: no duplicate, nothing missing
     assert report["jvm_files"] == len(built.files) and report["foreign_jvm_files"] == []
@@ -310,12 +295,8 @@ def test_repair_duplicates_keeps_a_jvm_file_rewritten_after_the_takeover_across_
         runs += [Exporter(env, tmp_path, f"live{k}") for k in range(2)]
         for run in runs:  # each takes the root over before it joins the group
             run.wait_event("assigned", timeout_s=90)
-
-        def alive() -> None:
-            for run in runs:
-                run.check_alive()
-
-        wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120, alive)
+        wait_caught_up(str(root), topic, topic_ends(broker.bootstrap, topic), 120,
+                       all_alive(runs))
 
         # The JVM exporter, still running, merged into the newest file of a day of one
         # (type, partition) the records garmexport exported after the takeover point, up
@@ -362,7 +343,7 @@ def test_repair_duplicates_keeps_a_jvm_file_rewritten_after_the_takeover_across_
         assert all(len(g["files"]) == 2 and jvm_rel in g["files"] for g in groups), groups
         assert sum(g["count"] for g in groups) == len(doubled), groups
 
-        dry = _repair(env, "duplicates")
+        dry = repair(env, "duplicates")
         print(dry.stdout)
         assert dry.returncode == 1, dry.stdout + dry.stderr
         assert (f"{origin}/day={day}: would take out {len(doubled)} rows from {len(taken)} "
@@ -388,7 +369,7 @@ def test_repair_duplicates_keeps_a_jvm_file_rewritten_after_the_takeover_across_
                                               lambda line: LEASE_TAKEN in line)
             else:
                 crash = {} if how == "none" else {SWAP_CRASH_ENV: how}
-                done = _repair(env, "duplicates", "--apply", extra=crash)
+                done = repair(env, "duplicates", "--apply", extra=crash)
                 code, out = done.returncode, done.stdout + done.stderr
             aged = code != 0 and _age_a_dead_lease(root)
             outputs.append(f"--- run {attempt}: {how}: exit {code}"
@@ -409,10 +390,7 @@ def test_repair_duplicates_keeps_a_jvm_file_rewritten_after_the_takeover_across_
 
         feed.join(60)
         assert not feed.is_alive(), "the background producer did not finish"
-        ends = topic_ends(broker.bootstrap, topic)
-        wait_caught_up(str(root), topic, ends, 120, alive)
-        for run in runs:
-            assert run.terminate() == 0, run.tail()
+        ends = stop_caught_up(runs, broker.bootstrap, topic, root)
 
     report = assert_exact(env, ends)  # verify exits 0: no duplicate, nothing missing
     for q, r in report["partitions"].items():

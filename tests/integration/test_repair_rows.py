@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -37,8 +35,8 @@ from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
 from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV
 from tests.spark.exporter_like import markers_for, write_day
 from tests.integration.harness import (
-    NOW_MS, PYTHON, ROOT, Exporter, assert_exact, export_all_exactly_once, exporter_env,
-    exporter_runs, produce, produce_in_background, topic_ends, verify, wait_caught_up,
+    NOW_MS, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
+    files_under, produce, produce_in_background, repair, stop_caught_up, topic_ends, verify,
 )
 
 
@@ -47,18 +45,6 @@ from tests.integration.harness import (
 LATER_MS = NOW_MS + MS_PER_DAY
 DAY = "2026-11-01"
 CLOSED_MS = (epoch_day(DAY) + 1) * MS_PER_DAY + 3_600_000  # the markers' progress: past DAY
-
-
-def _repair(env: dict[str, str], *args: str, extra: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "garmexport", "repair", "--progress-s", "0", *args],
-                          env={**env, **(extra or {})}, cwd=ROOT, capture_output=True,
-                          text=True, timeout=180)
-
-
-def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")
-            if p.is_file() and not str(p.relative_to(root)).startswith("_tmp")}
 
 
 def _restore_a_backup(root: Path) -> tuple[Path, int]:
@@ -91,21 +77,21 @@ def test_repair_duplicates_takes_a_restored_copy_out_once_across_a_kill(
     assert code == 1
     assert sum(r["duplicates"] for r in report["partitions"].values()) == rows
 
-    before = _files(root)
-    dry = _repair(env, "duplicates")
+    before = files_under(root)
+    dry = repair(env, "duplicates")
     print(dry.stdout)
     assert dry.returncode == 1, dry.stdout + dry.stderr
     assert f"would take out {rows} rows from 1 files ({copy.name})" in dry.stdout, dry.stdout
-    assert _files(root) == before, "a dry run wrote something"
+    assert files_under(root) == before, "a dry run wrote something"
 
     with exporter_runs() as runs:
         _two_exporters(runs, env, tmp_path)
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=42,
                                         days=1, rate=500, now_ms=LATER_MS)
-        killed = _repair(env, "duplicates", "--apply", extra={SWAP_CRASH_ENV: "after-journal"})
+        killed = repair(env, "duplicates", "--apply", extra={SWAP_CRASH_ENV: "after-journal"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
         assert copy.exists(), "the kill came before the swap touched the day"
-        again = _repair(env, "duplicates", "--apply")
+        again = repair(env, "duplicates", "--apply")
         print(killed.stdout, again.stdout, sep="")
         assert again.returncode == 0, again.stdout + again.stderr
         # no grace without a metastore: the killed run's swap is rolled forward at once
@@ -113,7 +99,8 @@ def test_repair_duplicates_takes_a_restored_copy_out_once_across_a_kill(
         assert "took out 0 rows" in again.stdout and "1 left by an earlier run" in again.stdout
         assert "0 records left twice" in again.stdout
         assert not copy.exists()
-        _caught_up(runs, feed, broker.bootstrap, topic, root)
+        feed.join(60)
+        stop_caught_up(runs, broker.bootstrap, topic, root)
     assert_exact(env, topic_ends(broker.bootstrap, topic))
 
 
@@ -122,20 +109,6 @@ def _two_exporters(runs: list[Exporter], env: dict[str, str], log_dir: Path) -> 
     runs += [Exporter(env, log_dir, "live-a"), Exporter(env, log_dir, "live-b")]
     for run in runs:
         run.wait_event("assigned", timeout_s=90)
-
-
-def _caught_up(runs: list[Exporter], feed: threading.Thread, bootstrap: str, topic: str,
-               root: Path) -> None:
-    """The feed ended, the exporters committed the topic to its end and stopped cleanly."""
-    feed.join(60)
-    ends = topic_ends(bootstrap, topic)
-
-    def alive() -> None:
-        for run in runs:
-            run.check_alive()
-    wait_caught_up(str(root), topic, ends, 120, alive)
-    for run in runs:
-        assert run.terminate() == 0, run.tail()
 
 
 def test_repair_quarantine_moves_an_upgraded_type_into_its_dataset_once(
@@ -166,24 +139,25 @@ def test_repair_quarantine_moves_an_upgraded_type_into_its_dataset_once(
         _two_exporters(runs, env, tmp_path)
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=44,
                                         days=1, rate=500, now_ms=LATER_MS)
-        every_day = _repair(env, "quarantine")  # the newest day's rows must wait
+        every_day = repair(env, "quarantine")  # the newest day's rows must wait
         assert every_day.returncode == 1, every_day.stdout + every_day.stderr
         newest = pq.read_table(root / "_quarantine" / f"day={days[-1]}").num_rows
         assert f"; {newest} left for a later run: day {days[-1]} is not closed" in \
             every_day.stdout, every_day.stdout
-        dry = _repair(env, "quarantine", *chosen)
+        dry = repair(env, "quarantine", *chosen)
         print(dry.stdout)
         assert dry.returncode == 1, dry.stdout + dry.stderr
         assert f"would publish {moved} records into their datasets" in dry.stdout, dry.stdout
 
-        killed = _repair(env, "quarantine", "--apply", *chosen,
+        killed = repair(env, "quarantine", "--apply", *chosen,
                          extra={CRASH_ENV: "publish:1"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
-        again = _repair(env, "quarantine", "--apply", *chosen)
+        again = repair(env, "quarantine", "--apply", *chosen)
         print(killed.stdout, again.stdout, sep="")
         assert again.returncode == 0, again.stdout + again.stderr
         assert "0 records left twice" in again.stdout, again.stdout
-        _caught_up(runs, feed, broker.bootstrap, topic, root)
+        feed.join(60)
+        stop_caught_up(runs, broker.bootstrap, topic, root)
 
     assert [container_rows(d) for d in days] == [0] * (len(days) - 1) + [staying]
     assert pq.read_table(root / "container_event").num_rows >= moved
@@ -202,17 +176,17 @@ def test_repair_duplicates_with_the_metastore_down_changes_nothing(tmp_path: Pat
     (day / "restored.parquet").write_bytes(first.read_bytes())
     env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
     env |= {"GARMEXPORT_OUTPUT_ROOT": str(root), "GARMEXPORT_COMPACTION_LATENESS_S": "0"}
-    before = _files(root)
+    before = files_under(root)
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # a port nothing listens on
-        down = _repair({**env, "GARMEXPORT_HIVE_METASTORE_URI":
+        down = repair({**env, "GARMEXPORT_HIVE_METASTORE_URI":
                         f"thrift://127.0.0.1:{closed.getsockname()[1]}"}, "duplicates", "--apply")
     assert down.returncode == 1, down.stdout + down.stderr
     assert "repair changed nothing: start the metastore" in down.stderr, down.stderr
-    assert _files(root) == before
+    assert files_under(root) == before
 
-    plain = _repair(env, "duplicates", "--apply")
+    plain = repair(env, "duplicates", "--apply")
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert f"took out 3 rows from 1 files ({first.name})" in plain.stdout, plain.stdout
     assert not first.exists() and (day / "restored.parquet").exists()
-    assert _repair(env, "duplicates").returncode == 0  # nothing left
+    assert repair(env, "duplicates").returncode == 0  # nothing left
