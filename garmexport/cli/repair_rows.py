@@ -207,6 +207,11 @@ class _Planner:
         if len(rows.left) > _SHOWN:
             print(f"left twice: {len(rows.left) - _SHOWN} more records")
         if replay is not None:
+            add = "would add" if applied is None else "added"
+            for (place, day), found in replay.by_place().items():
+                print(f"{place}/day={day}: {add} {sum(s.count for s in found)} rows from the "
+                      "quarantine: " + "; ".join(s.describe() for s in found[:_SHOWN])
+                      + (" ..." if len(found) > _SHOWN else ""))
             print(replay.describe(applied is not None, self.filled))
         for line in problems[:_SHOWN]:
             print(f"unreadable file {line}")

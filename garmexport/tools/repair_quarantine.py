@@ -35,7 +35,7 @@ from garmexport.pipeline.router import OriginBatch, Window, route
 from garmexport.protocol.naming import QUARANTINE_DIR, FRAME_ORIGIN, parse_day_dir
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
-from garmexport.tools.repair_gaps import Fill, plan, select
+from garmexport.tools.repair_gaps import Fill, Plan, Stretch, plan, select
 from garmexport.tools.repair_rows import Rewritable
 from garmexport.tools.verify import visible_files
 from garmexport.tools.verify_read import read_table
@@ -70,6 +70,8 @@ class Row:
 @dataclass
 class Replay:
     fills: list[Fill] = field(default_factory=list)
+    #: what the fills add, per dataset, day and partition (printed as gaps prints them)
+    adds: list[Stretch] = field(default_factory=list)
     #: records to publish (at or below W), in flight (above it), still failing, and
     #: decoding now but already held by a dataset row
     rows: int = 0
@@ -81,6 +83,10 @@ class Replay:
     #: quarantine files holding a row whose reason changed (rewritten even without a drop)
     update_files: set[str] = field(default_factory=set)
     updates: dict[Key, dict[str, str]] = field(default_factory=dict)
+
+    def by_place(self) -> dict[tuple[str, str], list[Stretch]]:
+        """``adds`` per (dataset, day)."""
+        return Plan(adds=self.adds).by_place(self.adds)
 
     def describe(self, applied: bool, filled: int) -> str:
         moved = f"published {filled}" if applied else f"would publish {self.rows}"
@@ -174,7 +180,7 @@ def replay_plan(storage: Storage, config: Config, held: Mapping[Key, list[str]],
                 missing[(p, origin)] = select(batch, good)
         tick(lambda s: f"decoding the quarantine again: partition {p}, {s:.0f} s")
     todo = plan(missing, states)
-    out.fills = todo.fills
+    out.fills, out.adds = todo.fills, todo.adds
     out.rows = todo.rows
     out.in_flight = sum(s.count for s in todo.in_flight)
     return out, out.updates

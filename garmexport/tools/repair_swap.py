@@ -29,7 +29,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -78,7 +78,6 @@ class Rewritten:
     recovered: int = 0
     waited_s: float = 0.0
     max_swap_s: float = 0.0
-    swaps: list[str] = field(default_factory=list)  # journal paths, for the log
 
 
 def next_generation(fs: FileOps, place: str, day: str) -> int:
@@ -223,7 +222,6 @@ def run(fs: FileOps, locator: Locator | None, opts: SwapOptions,
             outcome = commit(fs, journal, crash, locator, now_ms, grace_s, clock)
             done.days += 1
             done.max_swap_s = max(done.max_swap_s, outcome.window_s)
-            done.swaps.append(f"{place}/day={day} g{journal.generation}")
             say(f"{place}/day={day}: swapped {len(files)} files for {len(journal.moves)} "
                 f"(generation {journal.generation}) in {time.monotonic() - started:.1f} s"
                 + ("" if outcome.due_at_ms is None else

@@ -148,6 +148,7 @@ def test_repair_quarantine_moves_an_upgraded_type_into_its_dataset_once(
         print(dry.stdout)
         assert dry.returncode == 1, dry.stdout + dry.stderr
         assert f"would publish {moved} records into their datasets" in dry.stdout, dry.stdout
+        assert "rows from the quarantine: partition " in dry.stdout, dry.stdout  # per day
 
         killed = repair(env, "quarantine", "--apply", *chosen,
                          extra={CRASH_ENV: "publish:1"})

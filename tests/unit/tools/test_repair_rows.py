@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
 
 from garmexport.tools.repair_rows import (Left, Rewritable, plan, quarantine_copies, verdict)
 from garmexport.tools.repair_swap import next_generation, without
@@ -104,3 +106,25 @@ def test_a_new_generation_is_above_every_one_the_day_has_shown() -> None:
                    "_compaction/fs/day=2026-11-02": [("g000005.json", False)]})
     assert next_generation(fs, "fs", "2026-11-02") == 8  # type: ignore[arg-type]
     assert next_generation(_Listing({}), "fs", "2026-11-02") == 1  # type: ignore[arg-type]
+
+
+_FILES = [RAW, RAW2, COMPACTED, JVM, QUARANTINED]
+
+
+@given(st.dictionaries(st.tuples(st.integers(0, 1), st.integers(0, 30)),
+                       st.lists(st.sampled_from(_FILES), min_size=1, max_size=5),
+                       max_size=40),
+       st.sets(st.sampled_from(_FILES)))
+def test_every_record_keeps_a_row_and_only_rewritable_files_lose_any(
+        held: dict[tuple[int, int], list[str]], stuck: set[str]) -> None:
+    can = {f: Rewritable("stuck" if f in stuck else "") for f in _FILES}
+    rows = plan(held, can.__getitem__)
+    assert all(can[path].ok for path in rows.drops)  # only rewritable files lose rows
+    left = {(r.partition, r.offset) for r in rows.left}
+    for key, copies in held.items():
+        dropped = sum(rows.drops.get(path, Counter())[key] for path in set(copies))
+        remaining = len(copies) - dropped
+        fixed_copies = sum(not can[c].ok for c in copies)
+        assert remaining == max(1, fixed_copies)  # one row, or every copy it cannot touch
+        assert (key in left) == (fixed_copies > 1)
+    assert rows.fixed == sum(len(c) > 1 for c in held.values()) - len(left)
