@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,6 +33,9 @@ from garmexport.compaction.plan import Range
 from garmexport.compaction.scan import ranges_to_json
 from garmexport.pipeline.crash_points import CRASH_ENV, PREDATED_ENV
 from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
+from garmexport.tools.generator import Spec, generate
+from garmexport.wire.frames import HEAD_SIZE, encode
+from garmexport.wire.quarantine import quarantine_table
 from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV
 from tests.spark.exporter_like import markers_for, write_day
 from tests.integration.harness import (
@@ -191,3 +195,47 @@ def test_repair_duplicates_with_the_metastore_down_changes_nothing(tmp_path: Pat
     assert f"took out 3 rows from 1 files ({first.name})" in plain.stdout, plain.stdout
     assert not first.exists() and (day / "restored.parquet").exists()
     assert repair(env, "duplicates").returncode == 0  # nothing left
+
+
+def _quarantined_by_an_older_version(root: Path) -> tuple[int, int]:
+    """A quarantine file an older version left: container events it did not know
+    (``unknown_marker``), and one whose body no version can read, also recorded as an
+    unknown marker then. Returns the offsets of the unreadable one and the count of the
+    others."""
+    noon = epoch_day(DAY) * MS_PER_DAY + 12 * 3_600_000
+    spec = Spec(now_ms=noon, seed=7, partitions=1, days=0.5, late_share=0.0,
+                mix={"CONTAINER_EVENT": 1.0})
+    values = [r.value for r in generate(spec, 12)]
+    marker, ts, header_len, _ = struct.unpack_from(">iqii", values[0])
+    header = values[0][HEAD_SIZE:HEAD_SIZE + header_len]
+    values.append(encode(marker, ts, header, b"\x0a\xff"))  # a length past the body's end
+    n = len(values)
+    table = quarantine_table("garmadon", 0, "_frame", list(range(10, 10 + n)), [noon] * n,
+                             [None] * n, values, ["unknown_marker"] * n,
+                             [f"unknown type marker {marker}"] * n)
+    day = root / "_quarantine" / f"day={DAY}"
+    day.mkdir(parents=True)
+    pq.write_table(table, day / FileName("local", "garmadon", 0, 10, "_frame").format())
+    return 10 + n - 1, n - 1
+
+
+def test_repair_quarantine_rewrites_a_changed_reason_and_leaves_the_failing_row(
+        tmp_path: Path) -> None:
+    """The replay's three outcomes on one file, no broker needed: records that decode now
+    go to their dataset, a record that still fails stays with its new reason (its row is
+    rewritten), and a second run finds nothing to do."""
+    root = tmp_path / "out"
+    markers_for(str(root), {0: {"_frame": 10_000}}, CLOSED_MS)
+    bad, good = _quarantined_by_an_older_version(root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GARMEXPORT_")}
+    env |= {"GARMEXPORT_OUTPUT_ROOT": str(root), "GARMEXPORT_COMPACTION_LATENESS_S": "0"}
+    done = repair(env, "quarantine", "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"published {good} records" in done.stdout, done.stdout
+    assert "1 still fail (1 with a new reason)" in done.stdout, done.stdout
+    left = pq.read_table(root / "_quarantine").to_pylist()
+    assert [(r["kafka_offset"], r["origin"], r["reason"]) for r in left] == \
+        [(bad, "container_event", "bad_body")]
+    assert pq.read_table(root / "container_event").num_rows == good
+    again = repair(env, "quarantine", "--apply")
+    assert again.returncode == 0 and "took out 0 rows" in again.stdout, again.stdout
