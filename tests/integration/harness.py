@@ -326,3 +326,37 @@ def stop_caught_up(runs: list[Exporter], bootstrap: str, topic: str, root: Path
     for run in runs:
         assert run.terminate() == 0, run.tail()
     return ends
+
+
+def published_line(line: str) -> bool:
+    """A line of ``repair``'s output saying a file was published."""
+    return line.startswith("published ")
+
+
+def repair_sigkilled(env: Mapping[str, str], after: int, delay_s: float,
+                     args: tuple[str, ...] = ("--apply",),
+                     counted: Callable[[str], bool] = published_line) -> tuple[int, str]:
+    """``repair *args``, SIGKILLed ``delay_s`` after the ``after``-th line of its output
+    that is ``counted`` (by default: its ``after``-th published file), or after its exit
+    if it ends first: (exit code, output)."""
+    proc = subprocess.Popen([PYTHON, "-m", "garmexport", "repair", *args], env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    assert proc.stdout is not None
+    lines, published = [], 0
+    try:
+        while published < after:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            published += counted(line)
+        time.sleep(delay_s)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, "".join(lines) + rest

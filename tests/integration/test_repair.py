@@ -3,23 +3,29 @@
 A small topic (2 partitions, 4,000 records, a few bad ones) is exported and the exporter
 stopped; then the largest data file and one quarantine file are deleted, and 200 records
 more produced. ``verify`` must name the gap; a dry run must print the plan (the new records
-in flight, left to the exporter), exit 1 and write nothing. Then, while an exporter runs
-and records keep arriving, ``repair --apply`` is killed right after its first publish (the
-exporter's own crash point) and run again; once the exporter has caught up, ``verify``
-against the broker must find every record exactly once.
+in flight, left to the exporter), exit 1 and write nothing. Then, while two exporters
+run and records keep arriving, ``repair --apply`` is killed right after its first publish (the
+exporter's own crash point), SIGKILLed at a random point, and run again; once the
+exporters have caught up, ``verify`` against the broker must find every record exactly once.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import re
+import signal
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from tests.integration.harness import (
     Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs, files_under,
-    produce, produce_in_background, repair, stop_caught_up, verify,
+    produce, produce_in_background, repair, repair_sigkilled, stop_caught_up, verify,
 )
+
+#: the random kill's delay; TEST_REPAIR_SEED replays another
+SEED = int(os.environ.get("TEST_REPAIR_SEED", "33"))
 
 
 def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) -> None:
@@ -56,23 +62,31 @@ def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) 
     assert "missing records in flight (offsets 2" in dry.stdout and "; 0 in flight" not in dry.stdout
     assert files_under(root) == before, "a dry run wrote something"
 
-    # an exporter runs and records arrive meanwhile: repair fills below the committed
-    # point only, the exporter writes the rest
+    # two exporters run and records arrive meanwhile: repair fills below the committed
+    # point only, the exporters write the rest
+    rng = random.Random(SEED)
+    print(f"seed {SEED} (TEST_REPAIR_SEED replays another)")
     with exporter_runs() as runs:
-        runs.append(Exporter(env, tmp_path, "live"))
-        runs[0].wait_event("assigned", timeout_s=60)
+        runs += [Exporter(env, tmp_path, "live-a"), Exporter(env, tmp_path, "live-b")]
+        for run in runs:
+            run.wait_event("assigned", timeout_s=90)
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=35,
                                         days=2, rate=500)
-        # two files at least (the victim's rows cut in halves): the kill leaves one
+        # three files at least (the victim's rows cut in halves, the quarantine's): the
+        # first kill, after the first publish, leaves two
         small = {"GARMEXPORT_WRITER_MAX_FILE_ROWS": str(max(1, gone[victim] // 2))}
         killed = repair(env, "--apply",
-                         extra={**small, "TEST_GARMEXPORT_CRASH_AFTER": "publish:1"})
+                        extra={**small, "TEST_GARMEXPORT_CRASH_AFTER": "publish:1"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
+        # then a real SIGKILL at a random point: right after the next publish or a little
+        # later (the run may have ended by then)
+        code, out = repair_sigkilled({**env, **small}, 1, rng.uniform(0.0, 0.2))
+        assert code in (0, -signal.SIGKILL), out
         again = repair(env, "--apply", extra=small)
-        print(killed.stdout, again.stdout, sep="")
+        print(killed.stdout, out, again.stdout, sep="")
         assert again.returncode == 0, again.stdout + again.stderr
         added = int(re.search(r"repair: added (\d+) rows", again.stdout)[1])  # type: ignore[index]
-        assert 0 < added < sum(gone.values()), again.stdout  # the killed run's file stays
+        assert added < sum(gone.values()), again.stdout  # the killed runs' files stay
         assert "0 not added" in again.stdout and "0 lost for good" in again.stdout
         feed.join(60)
         ends = stop_caught_up(runs, broker.bootstrap, topic, root)

@@ -37,10 +37,9 @@ import os
 import random
 import re
 import signal
-import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -55,8 +54,8 @@ from garmexport.settings.load import load_config
 from garmexport.tools.generator import Spec
 from tests.broker import Broker
 from tests.integration.harness import (
-    NOW_MS, PYTHON, ROOT, Exporter, all_alive, assert_exact, exporter_env, exporter_runs,
-    produce, produce_in_background, repair, stop_caught_up, topic_ends, verify, wait_caught_up,
+    NOW_MS, Exporter, all_alive, assert_exact, exporter_env, exporter_runs,
+    produce, produce_in_background, repair, repair_sigkilled, stop_caught_up, topic_ends, verify, wait_caught_up,
 )
 from tests.integration.test_jvm_takeover import read_topic
 from tests.jvm_root import WINDOW, Rec, build, decoded_chains, exported_chains, write_jvm_file
@@ -69,39 +68,6 @@ MAX_FILE_ROWS = 3  # repair's files: small, so that a run publishes many and can
 #: after the n-th intent or publish, or a SIGKILL a moment after its n-th published file
 KILLS = ("intent", "publish", "sigkill")
 RUNS = len(KILLS) + 3  # the kills, then reruns until one exits 0
-
-
-def _published(line: str) -> bool:
-    return line.startswith("published ")
-
-
-def _repair_sigkilled(env: Mapping[str, str], after: int, delay_s: float,
-                      args: tuple[str, ...] = ("--apply",),
-                      counted: Callable[[str], bool] = _published) -> tuple[int, str]:
-    """``repair *args``, SIGKILLed ``delay_s`` after the ``after``-th line of its output
-    that is ``counted`` (by default: its ``after``-th published file), or after its exit
-    if it ends first: (exit code, output)."""
-    proc = subprocess.Popen([PYTHON, "-m", "garmexport", "repair", *args], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    assert proc.stdout is not None
-    lines, published = [], 0
-    try:
-        while published < after:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            published += counted(line)
-        time.sleep(delay_s)
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, "".join(lines) + rest
 
 
 def _jvm_era(broker: Broker) -> tuple[str, dict[int, list[Rec]]]:
@@ -194,7 +160,7 @@ def test_repair_fills_what_the_jvm_exporter_lost_across_kills_beside_two_exporte
             how = kills[attempt] if attempt < len(kills) else "none"
             n = rng.randint(1, budget)
             if how == "sigkill":
-                code, out = _repair_sigkilled({**env, **small}, n, rng.uniform(0.0, 0.05))
+                code, out = repair_sigkilled({**env, **small}, n, rng.uniform(0.0, 0.05))
             else:
                 crash = {} if how == "none" else {"TEST_GARMEXPORT_CRASH_AFTER": f"{how}:{n}"}
                 done = repair(env, "--apply", extra={**small, **crash})
@@ -365,7 +331,7 @@ def test_repair_duplicates_keeps_a_jvm_file_rewritten_after_the_takeover_across_
             if how == "sigkill":  # while it holds the lease: recovering, reading the
                 delay = rng.uniform(0.0, 0.3)  # output (about 0.5 s here), planning
                 how = f"SIGKILL {delay:.2f} s after it took the lease"
-                code, out = _repair_sigkilled(env, 1, delay, ("duplicates", "--apply"),
+                code, out = repair_sigkilled(env, 1, delay, ("duplicates", "--apply"),
                                               lambda line: LEASE_TAKEN in line)
             else:
                 crash = {} if how == "none" else {SWAP_CRASH_ENV: how}

@@ -11,7 +11,8 @@ every record exactly once.
 Quarantine: a topic is exported by a "version" that does not know one event type (the
 router's test hook), so every record of that type is quarantined as an unknown marker.
 ``repair quarantine --apply``, run with today's code while two exporters of today's code
-run and records arrive, is killed after its first publish into the dataset and run again:
+run and records arrive, is killed after its first publish into the dataset, SIGKILLed at
+a random point, and run again:
 every record of that type in the closed days ends in its dataset, none stays in the
 quarantine, the other quarantined records (bad frames) stay, and ``verify`` finds every
 record exactly once. A metastore that does not answer stops a swap before it changes
@@ -21,6 +22,8 @@ anything.
 from __future__ import annotations
 
 import os
+import random
+import signal
 import socket
 import struct
 from pathlib import Path
@@ -40,7 +43,8 @@ from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV
 from tests.spark.exporter_like import markers_for, write_day
 from tests.integration.harness import (
     NOW_MS, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
-    files_under, produce, produce_in_background, repair, stop_caught_up, topic_ends, verify,
+    files_under, produce, produce_in_background, repair, repair_sigkilled, stop_caught_up,
+    topic_ends, verify,
 )
 
 
@@ -48,6 +52,8 @@ from tests.integration.harness import (
 #: times from NOW_MS on): the days the repair works on stay closed (compaction.lateness_s 0)
 LATER_MS = NOW_MS + MS_PER_DAY
 DAY = "2026-11-01"
+#: the random kill's delay; TEST_REPAIR_SEED replays another
+SEED = int(os.environ.get("TEST_REPAIR_SEED", "43"))
 CLOSED_MS = (epoch_day(DAY) + 1) * MS_PER_DAY + 3_600_000  # the markers' progress: past DAY
 
 
@@ -155,10 +161,15 @@ def test_repair_quarantine_moves_an_upgraded_type_into_its_dataset_once(
         assert "rows from the quarantine: partition " in dry.stdout, dry.stdout  # per day
 
         killed = repair(env, "quarantine", "--apply", *chosen,
-                         extra={CRASH_ENV: "publish:1"})
+                        extra={CRASH_ENV: "publish:1"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
+        # a real SIGKILL at a random point: after the next publish, or in the swap that
+        # takes the quarantine's copies out, or once it ended
+        code, out = repair_sigkilled(env, 1, random.Random(SEED).uniform(0.0, 0.5),
+                                     ("quarantine", "--apply", *chosen))
+        assert code in (0, -signal.SIGKILL), out
         again = repair(env, "quarantine", "--apply", *chosen)
-        print(killed.stdout, again.stdout, sep="")
+        print(killed.stdout, out, again.stdout, sep="")
         assert again.returncode == 0, again.stdout + again.stderr
         assert "0 records left twice" in again.stdout, again.stdout
         feed.join(60)
