@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections import Counter
 
 from garmexport.cli.arg_types import day_arg, non_negative_float, positive_float
 from garmexport.cli.verify import Ticker
@@ -107,8 +106,7 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
     from garmexport.tools.broker_scan import partitions_of, scan
     from garmexport.tools.repair_apply import apply
     from garmexport.tools.repair_gaps import lost_runs, plan
-    from garmexport.tools.verify import check_topic, read_output
-    from garmexport.tools.verify_jvm import read_jvm
+    from garmexport.tools.root_read import read_root
 
     src = config.source
     tick = Ticker(args.progress_s, command="repair")
@@ -120,14 +118,8 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
     states = {p: read_partition_state(storage, src.cluster, src.topic, p).state for p in parts}
 
     # 2. the output, as verify reads it
-    def reading(done: int, total: int, rows: int) -> None:
-        tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
-
-    unreadable: list = []
-    topics: Counter[str] = Counter()
-    held, _ = read_output(storage, src.topic, reading, None, unreadable, topics)
-    jvm = read_jvm(storage, held, config.jvm.cluster, reading)
-    check_topic(src.topic, held, topics, config.output.root)
+    root = read_root(storage, src.topic, config.jvm.cluster, config.output.root, tick)
+    held = root.held
     tick(lambda s: f"read {len(held)} offsets from the output in {s:.1f} s", force=True)
 
     # 3. the topic: every record no row holds, routed as the exporter routes it
@@ -159,7 +151,7 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
             for run in lost_runs(p, held_by.get(p, []), first.get(p, 0))]
     todo = plan(missing, states, lost)
     _print_plan(todo, args.apply)
-    problems = [u.describe() for u in unreadable + jvm.unreadable]
+    problems = [u.describe() for u in root.unreadable]
     for line in problems[:_SHOWN]:
         print(f"unreadable file {line}")
     if problems and todo.fills and args.apply:

@@ -103,20 +103,11 @@ class _Planner:
         self.filled = 0
 
     def _read(self) -> tuple[dict, list]:
-        from garmexport.tools.verify import check_topic, read_output
-        from garmexport.tools.verify_jvm import read_jvm
+        from garmexport.tools.root_read import read_root
 
-        def reading(done: int, total: int, rows: int) -> None:
-            self.tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, "
-                                f"{s:.0f} s")
-
-        unreadable: list = []
-        topics: Counter[str] = Counter()
-        src = self.config.source
-        held, _ = read_output(self.storage, src.topic, reading, None, unreadable, topics)
-        jvm = read_jvm(self.storage, held, self.config.jvm.cluster, reading)
-        check_topic(src.topic, held, topics, self.config.output.root)
-        return held, unreadable + jvm.unreadable
+        root = read_root(self.storage, self.config.source.topic, self.config.jvm.cluster,
+                         self.config.output.root, self.tick)
+        return root.held, root.unreadable
 
     def _verdicts(self, held: Mapping, datasets: bool) -> Callable:
         from garmexport.compaction.closed import is_closed, last_closed_day
@@ -141,13 +132,17 @@ class _Planner:
 
     def plan(self) -> Planned:
         """The plan, from a fresh read of the output."""
+        from garmexport.protocol.naming import parse_day_dir
         from garmexport.tools.repair_rows import plan, quarantine_copies
 
         held, unreadable = self._read()
-        updates: dict = {}
         replay = None
-        if self.args.mode == "quarantine":
-            replay, updates = self._replay(held, self._verdicts(held, datasets=False))
+        quarantine = self.args.mode == "quarantine"
+        # what the replay publishes is in datasets, which its verdicts never allow: one
+        # set of verdicts serves before and after the publish
+        can = self._verdicts(held, datasets=not quarantine)
+        if quarantine:
+            replay = self._replay(held, can)
             if replay.fills and self.args.apply and not unreadable:
                 self._publish(replay.fills)
                 held, unreadable = self._read()  # the published rows: the quarantine's
@@ -155,14 +150,14 @@ class _Planner:
         days = self.days
 
         def wanted(key, copies) -> bool:  # noqa: ANN001
-            if days and not any(c.split("/")[1][4:] in days for c in copies):
+            if days and not any(parse_day_dir(c.split("/")[1]) in days for c in copies):
                 return False
-            return self.args.mode != "quarantine" or quarantine_copies(key, copies)
+            return not quarantine or quarantine_copies(key, copies)
 
-        can = self._verdicts(held, datasets=self.args.mode != "quarantine")
         rows = plan(held, can, wanted)
         problems = [u.describe() for u in unreadable]
-        self.last = Planned(rows, updates, problems, replay)
+        self.last = Planned(rows, replay.updates if replay is not None else {}, problems,
+                            replay)
         return self.last
 
     def plan_for_swap(self) -> tuple[dict, dict]:
@@ -178,7 +173,7 @@ class _Planner:
             by_place.setdefault((place, day[len("day="):]), {}).setdefault(path, Counter())
         return by_place, updates
 
-    def _replay(self, held: Mapping, can: Callable) -> tuple:
+    def _replay(self, held: Mapping, can: Callable) -> Replay:
         from garmexport.tools.repair_quarantine import replay_plan
         return replay_plan(self.storage, self.config, held, self.days, can, self.tick)
 

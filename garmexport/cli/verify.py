@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections import Counter
 from collections.abc import Callable
 
 from garmexport.observe import logs
@@ -58,8 +57,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.storage.options import from_output
     from garmexport.storage.root_check import open_existing
     from garmexport.tools.broker_scan import partitions_of, scan
-    from garmexport.tools.verify import check_topic, compare, expected_from_records, read_output
-    from garmexport.tools.verify_jvm import read_jvm
+    from garmexport.tools.root_read import read_root
+    from garmexport.tools.verify import compare, expected_from_records
 
     tick = Ticker(args.progress_s)
     # the root first: a mistyped one is the error to report, whatever the broker does
@@ -71,22 +70,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
             raise BrokerError(f"{exc}; pass --no-broker to check only the output directory "
                               "(duplicates)") from None
 
-    def reading(done: int, total: int, rows: int) -> None:
-        tick(lambda s: f"reading the output: {done}/{total} files, {rows} rows, {s:.0f} s")
-
     disagreeing: list = []
-    unreadable: list = []
-    topics: Counter[str] = Counter()
-    held, files = read_output(storage, config.source.topic, reading, disagreeing, unreadable,
-                              topics)
-
-    def reading_jvm(done: int, total: int, rows: int) -> None:
-        tick(lambda s: f"reading the JVM exporter's files: {done}/{total}, {rows} rows, "
-                       f"{s:.0f} s")
-
-    jvm = read_jvm(storage, held, config.jvm.cluster, reading_jvm)
-    files += jvm.files
-    check_topic(config.source.topic, held, topics, config.output.root)
+    root = read_root(storage, config.source.topic, config.jvm.cluster, config.output.root,
+                     tick, disagreeing)
+    held, files = root.held, root.files
     tick(lambda s: f"read {len(held)} offsets from {files} files under {storage.uri} "
                    f"in {s:.1f} s", force=True)
     expected: dict[int, dict[int, str]] | None = None
@@ -108,8 +95,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
                        f"in {s:.1f} s", force=True)
         expected = found
-    report = compare(held, files, expected, jvm, disagreeing=disagreeing,
-                     unreadable=unreadable + jvm.unreadable, days=days,
+    report = compare(held, files, expected, root.jvm, disagreeing=disagreeing,
+                     unreadable=root.unreadable, days=days,
                      first=first if expected is not None else None)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -125,10 +125,9 @@ def _rows(storage: Storage, topic: str, days: set[str], unreadable: list
 
 def replay_plan(storage: Storage, config: Config, held: Mapping[Key, list[str]],
                 days: set[str], can: Callable[[str], Rewritable],
-                tick: Callable = lambda text, force=False: None
-                ) -> tuple[Replay, dict[Key, dict[str, str]]]:
-    """The replay of the quarantine's ``days`` (all when empty), and the updates of the
-    rows that still fail (see the module docstring)."""
+                tick: Callable = lambda text, force=False: None) -> Replay:
+    """The replay of the quarantine's ``days`` (all when empty), the updates of the rows
+    that still fail included (see the module docstring)."""
     src = config.source
     out = Replay()
     unreadable: list = []
@@ -183,4 +182,4 @@ def replay_plan(storage: Storage, config: Config, held: Mapping[Key, list[str]],
     out.fills, out.adds = todo.fills, todo.adds
     out.rows = todo.rows
     out.in_flight = sum(s.count for s in todo.in_flight)
-    return out, out.updates
+    return out
