@@ -66,7 +66,7 @@ def jvm_era(broker, partitions: int) -> tuple[str, dict[int, list[Rec]]]:
     """A topic with the JVM era produced; its records per partition."""
     topic = broker.new_topic(partitions=partitions)
     mix = {k: v for k, v in DEFAULT_MIX.items() if k != "FLINK_KAFKA_CONSUMER_EVENT"}
-    # ends mid-day: NOW_MS - 1.5 days is 12:00 UTC
+    # ends late in a day: NOW_MS (10:00 UTC) - 1.5 days is 22:00 UTC
     spec = Spec(now_ms=NOW_MS - DAY_MS * 3 // 2, seed=3, partitions=partitions, days=3,
                 late_share=0.1, mix=mix)
     report = produce_records(client_settings(load_config(None, {}), broker.bootstrap), topic,
