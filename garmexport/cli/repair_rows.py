@@ -101,6 +101,8 @@ class _Planner:
         self.days = set(args.day or ())
         self.last: Planned | None = None
         self.filled = 0
+        #: the --day values no file of the output is of
+        self.absent: list[str] = []
 
     def _read(self) -> tuple[dict, list]:
         from garmexport.tools.root_read import read_root
@@ -156,6 +158,9 @@ class _Planner:
 
         rows = plan(held, can, wanted)
         problems = [u.describe() for u in unreadable]
+        if days:  # a day asked for that no file is of: a typo, or a day already gone
+            seen = {parse_day_dir(p.split("/")[1]) for paths in held.values() for p in paths}
+            self.absent = sorted(days - seen)
         self.last = Planned(rows, replay.updates if replay is not None else {}, problems,
                             replay)
         return self.last
@@ -190,6 +195,8 @@ class _Planner:
     def report(self, planned: Planned, applied) -> int:  # noqa: ANN001 - Rewritten | None
         """Print the plan (or what was done) and the summary line; the exit status."""
         rows, replay, problems = planned.rows, planned.replay, planned.problems
+        for day in self.absent:
+            print(f"--day {day}: no file of the output is of this day")
         verb = "would take out" if applied is None else "took out"
         for (place, day), files in rows.by_place().items():
             n = sum(sum(c.values()) for c in files.values())

@@ -208,6 +208,10 @@ def test_repair_duplicates_with_the_metastore_down_changes_nothing(tmp_path: Pat
     assert f"took out 3 rows from 1 files ({first.name})" in plain.stdout, plain.stdout
     assert not first.exists() and (day / "restored.parquet").exists()
     assert repair(env, "duplicates").returncode == 0  # nothing left
+    typo = repair(env, "duplicates", "--day", DAY, "--day", "2026-12-01")
+    assert typo.returncode == 0, typo.stdout + typo.stderr
+    assert "--day 2026-12-01: no file of the output is of this day" in typo.stdout, typo.stdout
+    assert f"--day {DAY}:" not in typo.stdout, typo.stdout
 
 
 def _quarantined_by_an_older_version(root: Path) -> tuple[int, int]:
