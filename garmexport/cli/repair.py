@@ -158,7 +158,7 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
         print("not applied: a file that cannot be read holds rows no listing can see (or "
               "was deleted while read, as compaction does): fix it, then run repair again")
     if not args.apply or problems:
-        return _summary(todo, 0, 0, problems, applied=False)
+        return _summary(todo, 0, 0, problems, applied=False, took_s=tick.elapsed())
 
     def on_file(fill, p) -> None:  # noqa: ANN001 - Fill, Published
         print(f"published {p.path}: {p.rows} rows, offsets {p.first_offset}..{p.last_offset}",
@@ -173,7 +173,7 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
               "garmexport compact registers them")
     rows = sum(p.rows for _, p in done.published)
     return _summary(todo, rows, len(done.published), problems + [p for _, p in done.conflicts],
-                    applied=True)
+                    applied=True, took_s=tick.elapsed())
 
 
 def _print_plan(todo, apply: bool) -> None:  # noqa: ANN001 - Plan
@@ -202,7 +202,8 @@ def _print_plan(todo, apply: bool) -> None:  # noqa: ANN001 - Plan
               "(run the exporter, or 'offsets set --from-jvm' on a JVM exporter's root)")
 
 
-def _summary(todo, rows: int, files: int, problems: list[str], applied: bool) -> int:  # noqa: ANN001 - Plan
+def _summary(todo, rows: int, files: int, problems: list[str], applied: bool,  # noqa: ANN001 - Plan
+             took_s: float) -> int:
     """The last line; the exit status: 0 when no gap below the committed points is left."""
     flight = sum(s.count for s in todo.in_flight)
     lost = sum(r.count for r in todo.lost)
@@ -211,5 +212,5 @@ def _summary(todo, rows: int, files: int, problems: list[str], applied: bool) ->
             f"dry run: would add {todo.rows} rows in {len(todo.by_place(todo.adds))} "
             "(dataset, day) pairs" + (" (run with --apply to add them)" if todo.rows else ""))
     print(f"repair: {done}; {flight} in flight, left to the exporter; {lost} lost for good; "
-          f"{len(problems)} problems")
+          f"{len(problems)} problems; took {took_s:.1f} s")
     return 0 if left == 0 and lost == 0 and not problems else 1

@@ -228,7 +228,8 @@ class _Planner:
                   + (f", move {replay.rows} rows out of the quarantine" if replay else "")
                   + f"; {len(rows.left)} records left twice"
                   + (f"; {stuck} quarantined records left for a later run" if replay else "")
-                  + f"; {len(problems)} problems" + (" (run with --apply)" if todo else ""))
+                  + f"; {len(problems)} problems" + (" (run with --apply)" if todo else "")
+                  + f"; took {self.tick.elapsed():.1f} s")
             return 0 if not todo and not rows.left and not problems and not stuck else 1
         left = len(rows.left)
         print(f"repair {mode}: took out {applied.rows_dropped} rows"
@@ -239,6 +240,6 @@ class _Planner:
               + (f"; {applied.recovered} left by an earlier run" if applied.recovered else "")
               + f"); {left} records left twice"
               + (f"; {stuck} quarantined records left for a later run" if replay else "")
-              + f"; {len(problems)} problems")
+              + f"; {len(problems)} problems; took {self.tick.elapsed():.1f} s")
         return 0 if not left and not problems and not stuck else 1
 

@@ -52,6 +52,10 @@ class Ticker:
             self.last = now
             logs.progress(self.command, text(now - self.started))
 
+    def elapsed(self) -> float:
+        """Seconds since the command started."""
+        return self.clock() - self.started
+
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.storage.options import from_output

@@ -61,6 +61,7 @@ def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) 
     assert "_quarantine/day=" in dry.stdout and "run with --apply" in dry.stdout, dry.stdout
     assert "missing records in flight (offsets 2" in dry.stdout and "; 0 in flight" not in dry.stdout
     assert files_under(root) == before, "a dry run wrote something"
+    assert re.search(r"; took \d+\.\d s\n$", dry.stdout), dry.stdout  # the last line
 
     # two exporters run and records arrive meanwhile: repair fills below the committed
     # point only, the exporters write the rest

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import socket
 import struct
@@ -206,6 +207,7 @@ def test_repair_duplicates_with_the_metastore_down_changes_nothing(tmp_path: Pat
     plain = repair(env, "duplicates", "--apply")
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert f"took out 3 rows from 1 files ({first.name})" in plain.stdout, plain.stdout
+    assert re.search(r"; 0 problems; took \d+\.\d s\n$", plain.stdout), plain.stdout
     assert not first.exists() and (day / "restored.parquet").exists()
     assert repair(env, "duplicates").returncode == 0  # nothing left
     typo = repair(env, "duplicates", "--day", DAY, "--day", "2026-12-01")
