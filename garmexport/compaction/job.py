@@ -41,11 +41,12 @@ from garmexport.compaction.markers import read_markers
 from garmexport.compaction.lease import LEASE_S, RENEW_S, Lease
 from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
                                          view_path)
-from garmexport.compaction.plan import DayPlan, next_generation, plan_day
+from garmexport.compaction.plan import DayPlan, plan_day
 from garmexport.compaction.recover import (Clock, Locator, Waiting, commit,
                                            recover_all, wall_ms)
 from garmexport.compaction.run_state import RunContext, Summary
-from garmexport.compaction.scan import list_days, list_outputs, ranges_to_json, scan_day
+from garmexport.compaction.scan import (day_generation, list_days, list_outputs, ranges_to_json,
+                                        scan_day)
 from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.storage.footer import read_footer
@@ -117,9 +118,9 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
                 watermarks: dict[tuple[str, str, int], int], summary: Summary,
                 ctx: RunContext) -> list[str]:
     """Compact one closed day; returns the paths of the files it published (maybe none)."""
-    files, names, problems = scan_day(fs, output, day)
+    files, _, problems = scan_day(fs, output, day)
     summary.problems.extend(problems)
-    plan = plan_day(output, day, files, watermarks, next_generation(names),
+    plan = plan_day(output, day, files, watermarks, day_generation(fs, output, day),
                     opts.target_file_bytes)
     summary.files_left += len(plan.left)
     if not plan.outputs or opts.dry_run:

@@ -16,7 +16,8 @@ Invariants:
 - A compacted name never parses as an exporter name (:meth:`garmexport.protocol.naming.FileName.parse`
   gives None: the third field is ``c`` + 6 digits, never 5 digits), so the exporter and its
   fencing never mistake one for a raw file, and a raw name never parses as compacted.
-- The generation G only grows per (output, day), so a new generation never reuses a name.
+- The generation G only grows per (output, day), so a new generation never reuses a name,
+  nor a view kept for its grace (:func:`.scan.day_generation`, compaction's and repair's).
 - Names starting with ``_`` or ``.`` are hidden from readers, so they are never data here.
 - Every bookkeeping name starts with ``_``: readers of ``<output>`` see data only. A view
   directory ``_gG`` is hidden too: path readers of the day, the exporter and ``verify``
@@ -39,6 +40,7 @@ _COMPACTED_RE = re.compile(rf"^({_LABEL})\+({_LABEL})\+c(\d{{6}})\+(\d{{5}})\.pa
 _JOURNAL_RE = re.compile(r"^g(\d{6})\.json$", re.ASCII)
 _STAGING_RE = re.compile(r"^g(\d{6})$", re.ASCII)
 _FLIP_RE = re.compile(r"^g(\d{6})\.flip$", re.ASCII)
+_VIEW_RE = re.compile(r"^_g(\d{6})$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -103,9 +105,20 @@ def view_path(output: str, day: str, generation: int) -> str:
     return f"{day_dir(output, day)}/_g{generation:06d}"
 
 
+def parse_view(name: str) -> int | None:
+    """Generation of a view directory name (the last part of :func:`view_path`), or None."""
+    m = _VIEW_RE.fullmatch(name)
+    return int(m[1]) if m else None
+
+
+def retired_dir(output: str, day: str) -> str:
+    """Directory of the retirement records of one (output, day)'s views."""
+    return f"{RETIRED_DIR}/{output}/day={day}"
+
+
 def retired_path(output: str, day: str, generation: int) -> str:
     """Record of the retirement of a view (written once the metastore left it)."""
-    return f"{RETIRED_DIR}/{output}/day={day}/g{generation:06d}.json"
+    return f"{retired_dir(output, day)}/g{generation:06d}.json"
 
 
 def is_hidden(name: str) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from garmexport.compaction.names import CompactedName
+from garmexport.compaction.names import CompactedName, parse_view
 
 #: (source, topic, partition) -> W of this output's type in that partition
 Watermarks = Mapping[tuple[str, str, int], int]
@@ -113,9 +113,15 @@ def is_foldable(f: InputFile, watermarks: Watermarks) -> bool:
 
 
 def next_generation(names: Sequence[str], journal_generations: Sequence[int] = ()) -> int:
-    """1 + the highest generation among compacted names and journals/staging of the day."""
+    """1 + the highest generation the day has shown: its compacted names and views among
+    ``names`` (the day directory's entries), and ``journal_generations`` (its journals,
+    staging dirs, flip and retirement records). A generation may leave no compacted file (a
+    repair that deletes a file whole) while its view is kept for the grace: taking its
+    number again would fill the new view over the old one's files, and the old one's
+    retirement record would have the new view deleted before its own grace."""
     gens = [n.generation for n in map(CompactedName.parse, names) if n is not None]
-    return max([0, *gens, *journal_generations]) + 1
+    views = [g for g in map(parse_view, names) if g is not None]
+    return max([0, *gens, *views, *journal_generations]) + 1
 
 
 def pack(files: Sequence[InputFile], target_bytes: int) -> list[list[InputFile]]:

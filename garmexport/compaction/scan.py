@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
-from garmexport.compaction.plan import InputFile, Range
+from garmexport.compaction.names import (COMPLETE, CompactedName, day_dir, parse_journal,
+                                         parse_work_entry, retired_dir, work_dir)
+from garmexport.compaction.plan import InputFile, Range, next_generation
 from garmexport.storage.footer import FileFacts, read_footer
 from garmexport.protocol.naming import FileName, parse_day_dir
 
@@ -88,3 +89,15 @@ def scan_day(fs: FileOps, output: str, day: str) -> tuple[list[InputFile], list[
         except (ValueError, KeyError, OSError) as exc:
             problems.append(str(exc))
     return inputs, sorted(names - {COMPLETE}), problems
+
+
+def day_generation(fs: FileOps, output: str, day: str) -> int:
+    """The generation a new swap of (output, day) takes, compaction's or a repair's
+    (:func:`.plan.next_generation`): above every one its day directory (files and views),
+    its work entries and its views' retirement records show."""
+    names = [e.name for e in fs.list(day_dir(output, day))]
+    work = [g for e in fs.list(work_dir(output, day))
+            if (g := parse_work_entry(e.name)) is not None]
+    retired = [g for e in fs.list(retired_dir(output, day))
+               if (g := parse_journal(e.name)) is not None]
+    return next_generation(names, work + retired)

@@ -25,7 +25,6 @@ at most, a raw one ``writer.max_file_rows``).
 from __future__ import annotations
 
 import io
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -39,19 +38,18 @@ from garmexport.compaction import complete
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.grace import wait_out
 from garmexport.compaction.lease import Lease
-from garmexport.compaction.names import (CompactedName, day_dir, parse_work_entry,
-                                         sidecar_path, staging_path, view_path, work_dir)
+from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
+                                         view_path)
 from garmexport.compaction.plan import Range
 from garmexport.compaction.recover import (Clock, Locator, Waiting, commit, recover_all,
                                            wall_ms)
 from garmexport.compaction.run_state import RunContext, Summary
-from garmexport.compaction.scan import ranges_to_json
+from garmexport.compaction.scan import day_generation, ranges_to_json
 from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.protocol.naming import FileName
 from garmexport.storage.footer import KEY_PREFIX
 from garmexport.tools.repair_rows import Key
 
-_VIEW_RE = re.compile(r"^_g(\d{6})$", re.ASCII)
 _FOOTER_PREFIX = KEY_PREFIX.encode()
 #: a kept row's new values, by column name (the quarantine's new reason, detail, origin)
 Updates = Mapping[Key, Mapping[str, str]]
@@ -78,21 +76,6 @@ class Rewritten:
     recovered: int = 0
     waited_s: float = 0.0
     max_swap_s: float = 0.0
-
-
-def next_generation(fs: FileOps, place: str, day: str) -> int:
-    """1 + the highest generation the day has ever shown: its compacted files, its views
-    (a retired one is kept for the grace) and its compaction work entries."""
-    gens = [0]
-    for e in fs.list(day_dir(place, day)):
-        c = CompactedName.parse(e.name)
-        if c is not None:
-            gens.append(c.generation)
-        elif e.is_dir and (m := _VIEW_RE.fullmatch(e.name)):
-            gens.append(int(m[1]))
-    gens += [g for e in fs.list(work_dir(place, day))
-             if (g := parse_work_entry(e.name)) is not None]
-    return max(gens) + 1
 
 
 def _labels(name: str) -> tuple[str, str]:
@@ -157,7 +140,7 @@ def stage_day(fs: FileOps, place: str, day: str, files: Mapping[str, Counter[Key
               updates: Updates, codec: str, view: bool, done: Rewritten) -> Journal:
     """Write the rewritten ``files`` of one day into staging; the journal that swaps them
     in (not written yet: :func:`commit` does, and that is the commit point)."""
-    generation = next_generation(fs, place, day)
+    generation = day_generation(fs, place, day)
     staging = staging_path(place, day, generation)
     base = day_dir(place, day)
     moves: list[Move] = []

@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from garmexport.compaction import complete, hive
 from garmexport.compaction.closed import PartitionProgress, is_closed, last_closed_day
+from garmexport.compaction.fs import Entry
 from garmexport.compaction.markers import merge_partition
 from garmexport.compaction.names import CompactedName
 from garmexport.compaction.plan import InputFile, Range, next_generation, pack, plan_day
+from garmexport.compaction.scan import day_generation
 from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
 
 D = epoch_day("2026-11-01")
@@ -163,6 +165,28 @@ def test_generations_only_grow_and_compacted_names_never_look_like_raw_ones() ->
     assert FileName.parse(names[0]) is None
     assert CompactedName.parse(names[1]) is None
     assert CompactedName.parse("_SUCCESS") is None
+    # a view kept for the grace, of a generation that left no compacted file (a repair
+    # deleted a file whole): its number is taken
+    assert next_generation([*names, "_g000011", "_gx", "g000012"]) == 12
+
+
+class _Listing:
+    def __init__(self, entries: dict[str, list[tuple[str, bool]]]) -> None:
+        self.entries = entries
+
+    def list(self, path: str) -> list[Entry]:
+        return [Entry(n, d, 0) for n, d in self.entries.get(path, [])]
+
+
+def test_a_new_generation_is_above_every_one_the_day_has_shown() -> None:
+    """Compaction and repair take their generation from one reading of the day."""
+    day = {"fs/day=2026-11-02": [(CompactedName("local", "t", 3, 0).format(), False),
+                                 ("_g000007", True)],
+           "_compaction/fs/day=2026-11-02": [("g000005.json", False)]}
+    assert day_generation(_Listing(day), "fs", "2026-11-02") == 8  # type: ignore[arg-type]
+    retired = {**day, "_compaction/_retired/fs/day=2026-11-02": [("g000009.json", False)]}
+    assert day_generation(_Listing(retired), "fs", "2026-11-02") == 10  # type: ignore[arg-type]
+    assert day_generation(_Listing({}), "fs", "2026-11-02") == 1  # type: ignore[arg-type]
 
 
 # ---- completeness and Hive DDL --------------------------------------------------------

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.tools.repair_rows import (Left, Rewritable, plan, quarantine_copies, verdict)
-from garmexport.tools.repair_swap import next_generation, without
+from garmexport.tools.repair_swap import without
 
 RAW = "fs/day=2026-11-02/local+t+00000+00000000000000000010.parquet"
 RAW2 = "fs/day=2026-11-02/local+t+00000+00000000000000000020.parquet"
@@ -89,23 +89,6 @@ def test_without_drops_the_first_rows_counted_and_updates_the_kept_ones() -> Non
                                 "reason": ["b", "new", "d"]}
     assert updated == 1
     assert kept.schema == table.schema
-
-
-class _Listing:
-    def __init__(self, entries: dict[str, list[tuple[str, bool]]]) -> None:
-        self.entries = entries
-
-    def list(self, path: str) -> list:
-        from garmexport.compaction.fs import Entry
-        return [Entry(n, d, 0) for n, d in self.entries.get(path, [])]
-
-
-def test_a_new_generation_is_above_every_one_the_day_has_shown() -> None:
-    fs = _Listing({"fs/day=2026-11-02": [("local+t+c000003+00000.parquet", False),
-                                         ("_g000007", True)],
-                   "_compaction/fs/day=2026-11-02": [("g000005.json", False)]})
-    assert next_generation(fs, "fs", "2026-11-02") == 8  # type: ignore[arg-type]
-    assert next_generation(_Listing({}), "fs", "2026-11-02") == 1  # type: ignore[arg-type]
 
 
 _FILES = [RAW, RAW2, COMPACTED, JVM, QUARANTINED]
