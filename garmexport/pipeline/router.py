@@ -40,7 +40,7 @@ import numpy as np
 from garmexport.pipeline.crash_points import predated_types
 from garmexport.wire.events import REGISTRY
 from garmexport.wire.frame_arrays import HEAD_DTYPE
-from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head
+from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head, unknown_marker
 from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY, quarantine_day
 from garmexport.settings.config import ProtocolConfig
 
@@ -155,11 +155,10 @@ def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, i
     """One record by the rules above: (origin, UTC day, quarantine reason or None, its
     detail). The origin is "" for a known type that is not exported (its day means nothing)."""
     head = read_head(value)
+    if _PREDATED and not isinstance(head, DecodeFailure) and head[0] in _PREDATED:
+        head = unknown_marker(head[0])
     if isinstance(head, DecodeFailure):
         return FRAME_ORIGIN, quarantine_day(kafka_ms), head.reason.value, head.detail
-    if _PREDATED and head[0] in _PREDATED:
-        return (FRAME_ORIGIN, quarantine_day(kafka_ms), Reason.UNKNOWN_MARKER.value,
-                f"unknown type marker {head[0]}")
     origin, ts = ORIGIN_OF_MARKER[head[0]], head[1]
     if not origin:
         return origin, 0, None, ""

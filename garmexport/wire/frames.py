@@ -92,8 +92,13 @@ def read_head(value: bytes | None) -> tuple[int, int, int, int] | DecodeFailure:
             f"head says {HEAD_SIZE}+{header_len}+{body_len} bytes, record has {size}",
         )
     if head[0] not in REGISTRY:
-        return DecodeFailure(Reason.UNKNOWN_MARKER, f"unknown type marker {head[0]}")
+        return unknown_marker(head[0])
     return head
+
+
+def unknown_marker(marker: int) -> DecodeFailure:
+    """The failure of a frame whose type marker this version does not know."""
+    return DecodeFailure(Reason.UNKNOWN_MARKER, f"unknown type marker {marker}")
 
 
 def encode(
