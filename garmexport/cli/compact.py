@@ -63,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       help="lowest level of Spark's JVM log records shown (default: "
            "compaction.spark_log_level, ERROR unless set)")
     a("--no-hive", action="store_true", help="do not create or update Hive tables")
-    a("--dry-run", action="store_true", help="plan and print, change nothing")
+    a("--dry-run", action="store_true",
+      help="plan and print, change nothing: no lease (a running compaction is not waited "
+           "for), no recovery; a day with an unfinished swap is counted, not planned")
     a("--grace-s", type=float, default=None,
       help="seconds the files a metastore query may have listed are kept after the "
            "partition left them: the run waits this long after flipping a day to its "

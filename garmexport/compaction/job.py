@@ -21,6 +21,9 @@ Order, and why:
    each swap and write its day's ``_COMPLETE``. With a grace of 0 there is nothing to
    wait for: every swap ended in step 3.
 
+A dry run (``opts.dry_run``) makes steps 2 and 3's plans only: no lease, no recovery, no
+write (:func:`run`).
+
 Every step can be repeated after a crash: a rerun recovers, re-plans from what is on disk,
 and the DDL is IF NOT EXISTS.
 """
@@ -39,8 +42,8 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction.grace import wait_out
 from garmexport.compaction.markers import read_markers
 from garmexport.compaction.lease import LEASE_S, RENEW_S, Lease
-from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
-                                         view_path)
+from garmexport.compaction.names import (COMPACTION_DIR, CompactedName, day_dir,
+                                         sidecar_path, staging_path, view_path, work_dir)
 from garmexport.compaction.plan import DayPlan, plan_day
 from garmexport.compaction.recover import (Clock, Locator, Waiting, commit,
                                            recover_all, wall_ms)
@@ -52,7 +55,7 @@ from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.observe.logs import log_event
-from garmexport.protocol.naming import QUARANTINE_DIR, day_name, epoch_day
+from garmexport.protocol.naming import QUARANTINE_DIR, day_name, epoch_day, parse_day_dir
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +187,16 @@ def locator_of(spark: Any, fs: FileOps, opts: CompactOptions) -> Locator | None:
 
 def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
         crash: Callable[[str], None] = crash_point, clock: Clock = wall_ms) -> Summary:
-    """Run compaction once over the root (see the module docstring)."""
+    """Run compaction once over the root (see the module docstring).
+
+    A dry run only reads: it takes no lease (so it neither waits for a running compaction
+    nor writes under ``_compaction/_lease/``), recovers and deletes nothing, and does not
+    plan a day whose swap is under way or was left by a killed run (counted in
+    ``swaps_pending``): recovery would change that day before any plan.
+    """
     started = time.monotonic()
+    if opts.dry_run:
+        return _run(spark, fs, opts, now_ms, RunContext(None, None, now_ms, crash), started)
     with Lease(fs, lease_s=opts.lease_s, renew_s=min(RENEW_S, opts.lease_s / 4)
                ).hold(opts.lease_wait_s) as lease:
         locator = locator_of(spark, fs, opts)
@@ -194,14 +205,31 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
                                opts.grace_s if locator is not None else 0.0, clock), started)
 
 
+def swapping(fs: FileOps) -> set[tuple[str, str]]:
+    """(output, day) of every day with a swap's journal, staging dir or flip record under
+    ``_compaction/``: a running compaction's or repair's swap, or one a killed run left
+    (read only, for a dry run, which holds no lease and recovers nothing)."""
+    found = set()
+    for out in fs.list(COMPACTION_DIR):  # _lease and _retired hold no day directory
+        for d in fs.list(f"{COMPACTION_DIR}/{out.name}"):
+            day = parse_day_dir(d.name)
+            if day is not None and fs.list(work_dir(out.name, day)):
+                found.add((out.name, day))
+    return found
+
+
 def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunContext,
          started: float) -> Summary:
     summary = Summary()
-    recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock, ctx.crash)
-    summary.rolled_forward, summary.rolled_back = recovered.rolled_forward, recovered.rolled_back
-    ctx.waiting.extend(recovered.waiting)
-    held = {(w.journal.output, w.journal.day) for w in recovered.waiting}
-    if not opts.dry_run:
+    if opts.dry_run:
+        held = swapping(fs)
+        summary.swaps_pending = len(held)
+    else:
+        recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock, ctx.crash)
+        summary.rolled_forward = recovered.rolled_forward
+        summary.rolled_back = recovered.rolled_back
+        ctx.waiting.extend(recovered.waiting)
+        held = {(w.journal.output, w.journal.day) for w in recovered.waiting}
         summary.views_deleted = retired.sweep(fs, now_ms, opts.grace_s)
     facts = read_markers(fs)
     last_closed = last_closed_day(facts.progress.values(), now_ms, opts.lateness_s)
@@ -213,8 +241,8 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
         for day in days:
             if (opts.days and day not in opts.days) or not is_closed(epoch_day(day), last_closed):
                 continue
-            if (output, day) in held:  # its swap waits out the grace (step 5)
-                continue
+            if (output, day) in held:  # its swap waits out the grace (step 5), or is
+                continue  # under way or unrecovered (a dry run)
             waits = len(ctx.waiting)
             written += compact_day(spark, fs, opts, output, day, facts.watermarks(output),
                                    summary, ctx)

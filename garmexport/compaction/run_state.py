@@ -41,11 +41,16 @@ class Summary:
     #: swaps that waited out the grace in this run, and how long the run waited for them
     swaps_waited: int = 0
     waited_s: float = 0.0
+    #: a dry run's days not planned because a swap of theirs is under way (another run's)
+    #: or was left by a killed run: the next real run recovers them first
+    swaps_pending: int = 0
 
     def as_dict(self, dry_run: bool = False) -> dict[str, Any]:
         """The fields by name; a dry run's under names that say they are planned, not
         done, and without what only a real run produces (output bytes, markers)."""
         doc = dict(vars(self))
+        if not dry_run:  # a real run recovers them: rolled_forward, rolled_back
+            del doc["swaps_pending"]
         if dry_run:
             for done, planned in _PLANNED_NAMES.items():
                 doc[planned] = doc.pop(done)
@@ -59,6 +64,7 @@ class Summary:
             return (f"compaction dry run: {self.days_compacted} days planned, files "
                     f"{self.files_in} -> {self.files_out}, {self.bytes_in / mb:.1f} MiB, "
                     f"{self.rows} rows, {self.files_left} files left, "
+                    f"{self.swaps_pending} days not planned for an unfinished swap, "
                     f"{len(self.problems)} problems, {self.seconds:.1f} s; nothing changed")
         return (f"compaction: {self.days_compacted} days, files {self.files_in} -> "
                 f"{self.files_out}, {self.bytes_in / mb:.1f} MiB -> {self.bytes_out / mb:.1f} "
@@ -74,7 +80,7 @@ class RunContext:
     """What every day of one run shares: the lease, the metastore flips, the time, and the
     swaps waiting out their grace."""
 
-    lease: Lease
+    lease: Lease | None  # None in a dry run, which holds none
     locator: Locator | None
     now_ms: int
     crash: Callable[[str], None]

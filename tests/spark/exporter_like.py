@@ -9,8 +9,11 @@ in the exporter's format (:class:`garmexport.protocol.resume.Marker`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -105,3 +108,17 @@ def markers_for(root: str, lows: dict[int, dict[str, int]], event_ms: int,
     for p, low in lows.items():
         write_marker(root, p, low, written_at_ms=event_ms, low_event_ms=event_ms,
                      counter=counter)
+
+
+def tree(root: str) -> dict[str, str]:
+    """Every file and directory under ``root``: relative path -> sha256 of its bytes
+    (directories: "dir")."""
+    found: dict[str, str] = {}
+    for here, dirs, files in os.walk(root):
+        for d in dirs:
+            found[os.path.relpath(os.path.join(here, d), root)] = "dir"
+        for f in files:
+            path = os.path.join(here, f)
+            found[os.path.relpath(path, root)] = hashlib.sha256(
+                Path(path).read_bytes()).hexdigest()
+    return found

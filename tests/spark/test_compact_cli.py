@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from garmexport.compaction.fs import LocalFs
+from garmexport.compaction.lease import Lease
 from garmexport.protocol.naming import MS_PER_DAY
-from tests.spark.exporter_like import markers_for, write_day
+from tests.spark.exporter_like import markers_for, tree, write_day
 
 pytestmark = pytest.mark.spark
 
@@ -54,7 +56,16 @@ def compact(tmp_path: Path, root: Path, *args: str, **env_vars: str,
 
 def test_a_dry_run_prints_the_days_it_planned_and_nothing_from_spark(tmp_path: Path) -> None:
     days = many_days(tmp_path / "out", 24)
-    done = compact(tmp_path, tmp_path / "out", "--dry-run")
+    # beside a running compaction (its lease held by this process): the dry run neither
+    # waits for it nor writes a byte (issue 40: it took and released the lease)
+    holder = Lease(LocalFs(str(tmp_path / "out")), "running-compaction", lease_s=3600,
+                   renew_s=3600).hold(0)
+    try:
+        before = tree(str(tmp_path / "out"))
+        done = compact(tmp_path, tmp_path / "out", "--dry-run")
+        assert tree(str(tmp_path / "out")) == before
+    finally:
+        holder.release()
     assert done.returncode == 0, done.stderr[-3000:]
     planned = [line for line in done.stderr.splitlines()
                if " compaction_day_planned " in line and " outputs=0 " not in line]
