@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.broker import Broker, start_broker
+from tests.hdfs_cluster import HdfsUnavailable, MiniHdfs, mini_hdfs
 from tests.hypothesis_profiles import register
 from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
 from tests.system_tools import unavailable
@@ -40,7 +41,7 @@ TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
     filter(None, (os.environ.get("SPARK_SUBMIT_OPTS", ""), TEST_JVM_FLAGS)))
 
-_TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
+_TIERS = ("unit", "pipeline", "integration", "spark", "storage", "hdfs", "bench")
 #: Fixtures that run JVMs for the session (or a module), and the pytest-xdist group of the
 #: tests that use them. Under ``--dist loadgroup`` (``tox`` runs 4 workers) every worker has
 #: its own session, so a fixture would otherwise start once in each worker that runs one
@@ -50,7 +51,12 @@ _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "bench")
 #: server (``metastore``, ``hiveserver``) for the other Hive tests. The first fixture of
 #: this list that a test uses names its group.
 _JVM_GROUPS = (("spark", "spark"), ("reader", "swap"), ("hiveserver", "hive"),
-               ("metastore", "hive"))
+               ("metastore", "hive"), ("real_hdfs", "hdfs"))
+
+#: ``tox -e hdfs`` sets this: the tests on a real HDFS run, and fail where it cannot start.
+#: Elsewhere (``tox``) they skip, loudly: the cluster needs Maven to fetch Hadoop's jars,
+#: which the README's commands do not install, and its tier has a budget of its own.
+HDFS_REQUIRED = bool(os.environ.get("GARMEXPORT_REQUIRE_HDFS"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -103,6 +109,23 @@ def seaweed() -> Iterator[Seaweed]:
         pytest.skip(f"SeaweedFS cannot start here, S3 tests skipped: {exc}")
     try:
         yield server
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def real_hdfs() -> Iterator[MiniHdfs]:
+    """One real HDFS (a NameNode, two DataNodes, WebHDFS) for the session, started once;
+    runs only under ``tox -e hdfs`` (GARMEXPORT_REQUIRE_HDFS), skips elsewhere."""
+    if not HDFS_REQUIRED:
+        pytest.skip("real HDFS tests run in `tox -e hdfs` (GARMEXPORT_REQUIRE_HDFS unset)")
+    try:
+        ctx = mini_hdfs()
+        cluster = ctx.__enter__()
+    except HdfsUnavailable as exc:
+        pytest.fail(f"a real HDFS cannot start here: {exc}")
+    try:
+        yield cluster
     finally:
         ctx.__exit__(None, None, None)
 

@@ -1,8 +1,10 @@
 """Fixtures giving every storage backend behind one parameter.
 
 ``storage_backend`` is parametrised over ``local``, ``webhdfs`` (against the WebHDFS test
-double in ``tests/webhdfs_server.py``) and ``s3`` (a real SeaweedFS server, started once
-per session; skipped with the reason when the ``weed`` binary cannot start). It yields a
+double in ``tests/webhdfs_server.py``), ``hdfs`` (WebHDFS against a real HDFS, Hadoop's
+MiniDFSCluster started once per session: ``tox -e hdfs``, skipped elsewhere) and ``s3`` (a
+real SeaweedFS server, started once per session; skipped with the reason when the ``weed``
+binary cannot start). It yields a
 :class:`Backend` ``(root_uri, output, storage)``: ``output`` holds the ``[output]`` keys
 the root needs (JSON-able values), and ``open_storage(root_uri, instance,
 options(output))`` in another process reaches the same root, so end-to-end tests can hand
@@ -24,7 +26,7 @@ from garmexport.storage.options import StorageOptions, from_output
 from tests.seaweed import Seaweed
 from tests.webhdfs_server import WebHdfsServer
 
-BACKENDS = ("local", "webhdfs", "s3")
+BACKENDS = ("local", "webhdfs", "hdfs", "s3")
 
 
 class Backend(NamedTuple):
@@ -65,6 +67,11 @@ def backend_root(request: pytest.FixtureRequest, name: str,
     if name == "webhdfs":
         server = request.getfixturevalue("webhdfs_server")
         return f"webhdfs://127.0.0.1:{server.server_address[1]}/out", {"hdfs_user": "garm"}
+    if name == "hdfs":
+        cluster = request.getfixturevalue("real_hdfs")
+        root = f"/t/{uuid.uuid4().hex}"
+        cluster.mkdir(root, "garm")
+        return cluster.webhdfs_uri(root + "/out"), {"hdfs_user": "garm"}
     if name == "s3":
         server = request.getfixturevalue("seaweed")
         return f"s3://{server.bucket}/{uuid.uuid4().hex}", s3_output(server)

@@ -1,0 +1,213 @@
+// A real HDFS for the tests: Hadoop's own NameNode(s) and DataNodes (MiniDFSCluster) in this
+// JVM, on loopback, every port chosen free, data under one directory.
+//
+//   java -cp "JARS/*" MiniHdfs.java --dir DIR [--datanodes N] [--ha] [--conf KEY=VALUE ...]
+//
+// It prints one JSON line when the cluster is up ({"ready": true, "namenodes": [{"http": P,
+// "rpc": P}, ...]}), then reads commands on standard input, one a line, and answers each with
+// one JSON line ({"ok": true, ...} or {"ok": false, "error": "..."}). The commands are the
+// faults and the set-up the tests need, which a real cluster's admin tools would give:
+//
+//   mkdir PATH OWNER MODE          make a directory, owned by OWNER, with octal MODE
+//   quota PATH BYTES               space quota on PATH (-1 clears it)
+//   safemode enter|leave           the active NameNode in or out of safe mode
+//   failover FROM TO               HA: NameNode FROM to standby, TO to active
+//   stop-datanode I | start-datanode I   kill DataNode I / bring it back on its ports
+//   restart-namenode I             shut NameNode I down and start it again, same ports
+//   stop-namenode I | start-namenode I   the same in two steps, to hold it down a while
+//   rpc-count                      RPC calls the NameNodes have served, summed
+//   stop                           shut everything down and exit
+//
+// Closing standard input also shuts the cluster down, so a test process that dies leaves no
+// JVM behind.
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.SafeModeAction;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.HdfsConfiguration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.MiniDFSNNTopology;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants;
+
+public class MiniHdfs {
+    private static MiniDFSCluster cluster;
+    private static boolean ha;
+    private static final Map<Integer, MiniDFSCluster.DataNodeProperties> stopped = new HashMap<>();
+
+    public static void main(String[] args) throws Exception {
+        String dir = null;
+        int datanodes = 2;
+        Configuration conf = new HdfsConfiguration();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--dir": dir = args[++i]; break;
+                case "--datanodes": datanodes = Integer.parseInt(args[++i]); break;
+                case "--ha": ha = true; break;
+                case "--conf": {
+                    String[] kv = args[++i].split("=", 2);
+                    conf.set(kv[0], kv[1]);
+                    break;
+                }
+                default: throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        if (dir == null) throw new IllegalArgumentException("--dir DIR is required");
+        conf.setBoolean("dfs.webhdfs.enabled", true);
+        conf.setIfUnset("dfs.permissions.enabled", "true");
+        // small blocks and quick heartbeats: a test's files span blocks, and a killed DataNode
+        // is noticed in seconds rather than minutes
+        conf.setIfUnset("dfs.blocksize", String.valueOf(1024 * 1024));
+        conf.setIfUnset("dfs.namenode.fs-limits.min-block-size", "0");
+        conf.setIfUnset("dfs.heartbeat.interval", "1");
+        conf.setIfUnset("dfs.namenode.heartbeat.recheck-interval", "3000");
+        conf.setIfUnset("dfs.client.block.write.replace-datanode-on-failure.enable", "false");
+        conf.setIfUnset("dfs.namenode.safemode.extension", "0");
+        conf.setIfUnset("hadoop.security.authentication", "simple");
+        MiniDFSCluster.Builder builder = new MiniDFSCluster.Builder(conf, new File(dir))
+            .numDataNodes(datanodes);
+        if (ha) builder.nnTopology(MiniDFSNNTopology.simpleHATopology());
+        cluster = builder.build();
+        cluster.waitActive();
+        if (ha) cluster.transitionToActive(0);
+        // the tests' users write under directories they are given; the root is open to all
+        DistributedFileSystem fs = cluster.getFileSystem(0);
+        fs.setPermission(new Path("/"), new FsPermission((short) 01777));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> cluster.shutdown(true)));
+        System.out.println("{\"ready\": true, \"namenodes\": " + namenodes() + "}");
+        System.out.flush();
+
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.isEmpty()) continue;
+            String answer;
+            try {
+                answer = run(line.split("\\s+"));
+            } catch (Exception e) {
+                answer = "{\"ok\": false, \"error\": " + quote(e.toString()) + "}";
+            }
+            System.out.println(answer);
+            System.out.flush();
+            if (line.equals("stop")) break;
+        }
+        cluster.shutdown(true);
+        System.exit(0);
+    }
+
+    private static String namenodes() {
+        List<String> out = new ArrayList<>();
+        int count = cluster.getNumNameNodes();
+        for (int i = 0; i < count; i++) {
+            int http = cluster.getNameNode(i) == null ? 0
+                : cluster.getNameNode(i).getHttpAddress().getPort();
+            out.add("{\"http\": " + http + ", \"rpc\": " + cluster.getNameNodePort(i) + "}");
+        }
+        return "[" + String.join(", ", out) + "]";
+    }
+
+    private static int active() {
+        if (!ha) return 0;
+        for (int i = 0; i < cluster.getNumNameNodes(); i++) {
+            if (cluster.getNameNode(i) != null && cluster.getNameNode(i).isActiveState()) return i;
+        }
+        throw new IllegalStateException("no active NameNode");
+    }
+
+    private static String run(String[] cmd) throws Exception {
+        switch (cmd[0]) {
+            case "mkdir": {
+                DistributedFileSystem fs = cluster.getFileSystem(active());
+                Path p = new Path(cmd[1]);
+                fs.mkdirs(p);
+                fs.setOwner(p, cmd[2], null);
+                fs.setPermission(p, new FsPermission(Short.parseShort(cmd[3], 8)));
+                return "{\"ok\": true}";
+            }
+            case "quota": {
+                long bytes = Long.parseLong(cmd[2]);
+                cluster.getFileSystem(active()).setQuota(new Path(cmd[1]),
+                    HdfsConstants.QUOTA_DONT_SET, bytes < 0 ? HdfsConstants.QUOTA_RESET : bytes);
+                return "{\"ok\": true}";
+            }
+            case "safemode": {
+                SafeModeAction action = cmd[1].equals("enter")
+                    ? SafeModeAction.ENTER : SafeModeAction.LEAVE;
+                boolean on = cluster.getFileSystem(active()).setSafeMode(action);
+                return "{\"ok\": true, \"safemode\": " + on + "}";
+            }
+            case "failover": {
+                cluster.transitionToStandby(Integer.parseInt(cmd[1]));
+                cluster.transitionToActive(Integer.parseInt(cmd[2]));
+                return "{\"ok\": true, \"active\": " + cmd[2] + "}";
+            }
+            case "stop-datanode": {
+                int i = Integer.parseInt(cmd[1]);
+                stopped.put(i, cluster.stopDataNode(i));
+                return "{\"ok\": true}";
+            }
+            case "start-datanode": {
+                int i = Integer.parseInt(cmd[1]);
+                cluster.restartDataNode(stopped.remove(i), true);
+                cluster.waitActive();
+                return "{\"ok\": true}";
+            }
+            case "restart-namenode": {
+                cluster.restartNameNode(Integer.parseInt(cmd[1]), true);
+                if (ha) cluster.transitionToActive(Integer.parseInt(cmd[1]));
+                return "{\"ok\": true, \"namenodes\": " + namenodes() + "}";
+            }
+            case "stop-namenode": {
+                cluster.shutdownNameNode(Integer.parseInt(cmd[1]));
+                return "{\"ok\": true}";
+            }
+            case "start-namenode": {
+                cluster.restartNameNode(Integer.parseInt(cmd[1]), true);
+                if (ha) cluster.transitionToActive(Integer.parseInt(cmd[1]));
+                return "{\"ok\": true, \"namenodes\": " + namenodes() + "}";
+            }
+            case "rpc-count": {
+                return "{\"ok\": true, \"calls\": " + rpcCalls() + "}";
+            }
+            case "stop":
+                return "{\"ok\": true}";
+            default:
+                throw new IllegalArgumentException("unknown command " + cmd[0]);
+        }
+    }
+
+    /** RPC calls served, summed over the NameNodes' RPC servers (JMX RpcActivity beans). */
+    private static long rpcCalls() throws Exception {
+        MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
+        long total = 0;
+        for (ObjectName name : mbs.queryNames(
+                new ObjectName("Hadoop:service=NameNode,name=RpcActivityForPort*"), null)) {
+            Object n = mbs.getAttribute(name, "RpcProcessingTimeNumOps");
+            if (n instanceof Number) total += ((Number) n).longValue();
+        }
+        return total;
+    }
+
+    private static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
+    }
+}
