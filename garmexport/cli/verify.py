@@ -28,7 +28,9 @@ _SHOWN = 10  # duplicate groups and gaps printed per partition (--json lists mor
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-broker", action="store_true",
                         help="check the output alone (duplicates, files that disagree or "
-                             "cannot be read); do not read the topic")
+                             "cannot be read); do not read the topic: missing, misplaced "
+                             "and unexpected show as not checked ('-' in the table, null "
+                             "in --json)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--timeout-s", type=positive_float, default=600.0, metavar="S",
                         help="longest time to read the topic to its end (default 600)")
@@ -112,11 +114,15 @@ def main(args: argparse.Namespace, config: Config) -> int:
 def _print_table(report) -> None:
     print(f"{'partition':>9} {'rows':>10} {'quarantined':>11} {'broker':>10} "
           f"{'duplicates':>10} {'missing':>8} {'misplaced':>9} {'unexpected':>10}")
+    def n(found: list) -> str:  # "-": a check against the broker not made (--no-broker)
+        count = report.broker_count(found)
+        return "-" if count is None else str(count)
+
     for p, r in sorted(report.partitions.items()):
         print(f"{p:>9} {r.rows:>10} {r.quarantined:>11} "
               f"{'-' if r.broker_records is None else r.broker_records:>10} "
-              f"{len(r.duplicates):>10} {len(r.missing):>8} {len(r.misplaced):>9} "
-              f"{len(r.unexpected):>10}")
+              f"{len(r.duplicates):>10} {n(r.missing):>8} {n(r.misplaced):>9} "
+              f"{n(r.unexpected):>10}")
         if r.before_retention:
             print(f"{'':>9} {r.before_retention} rows below the broker's first offset "
                   "(retention): checked for duplicates only")

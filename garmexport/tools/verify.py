@@ -15,7 +15,8 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
   misplaced ones (held, but in another type's dataset than its marker says), and
   unexpected rows (an offset beyond the data read from the broker, or of a type that is
   not exported). Without it, no gap, missing or misplaced record can be seen: an OK says
-  so (:meth:`Report.verdict`).
+  so (:meth:`Report.verdict`), and those counts are not 0 but "not checked"
+  (:meth:`Report.broker_count`: ``null`` in JSON, ``-`` in the table).
 
 Which topic a file holds comes from its footer, else its name (an exporter or compacted
 name), else it is taken to be the checked one (a file by hand, the JVM exporter's). When no
@@ -114,7 +115,13 @@ class Report:
                 "end of a partition), misplaced and unexpected rows, as the output was not "
                 "compared against the topic")
 
+    def broker_count(self, found: list) -> int | None:
+        """How many of a check made against the broker were found; None when it was not
+        made (``--no-broker``), so that a check not made never reads as one passed."""
+        return len(found) if self.compared_with_broker else None
+
     def to_dict(self) -> dict:
+        n = self.broker_count
         return {
             "ok": self.ok,
             "compared_with_broker": self.compared_with_broker,
@@ -129,15 +136,16 @@ class Report:
                     "broker_records": r.broker_records,
                     "before_retention": r.before_retention,
                     "jvm_rows": r.jvm_rows, "heartbeat_rows": r.heartbeats,
-                    "duplicates": len(r.duplicates), "missing": len(r.missing),
-                    "misplaced": len(r.misplaced), "unexpected": len(r.unexpected),
+                    "duplicates": len(r.duplicates), "missing": n(r.missing),
+                    "misplaced": n(r.misplaced), "unexpected": n(r.unexpected),
                     "examples": {k: getattr(r, k)[:10] for k in
                                  ("duplicates", "missing", "misplaced", "unexpected")
                                  if getattr(r, k)},
                     "duplicate_groups": len(r.duplicate_files),
                     "duplicate_files": [g.to_dict() for g in r.duplicate_files[:LISTED]],
-                    "gap_count": len(r.gaps),
-                    "gaps": [g.to_dict() for g in r.gaps[:LISTED]],
+                    "gap_count": n(r.gaps),
+                    "gaps": [g.to_dict() for g in r.gaps[:LISTED]]
+                    if self.compared_with_broker else None,
                     "disagreeing_files": [d.to_dict() for d in r.disagreeing],
                 }
                 for p, r in sorted(self.partitions.items())

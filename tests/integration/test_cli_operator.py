@@ -220,6 +220,9 @@ def test_verify_names_a_file_that_is_not_parquet_and_goes_on_checking_the_rest(
     assert ("duplicate offsets 0..9 (10) held by: fs/day=2026-11-01/a.parquet, "
             "fs/day=2026-11-01/b.parquet") in text.stdout, text.stdout
     assert text.stdout.rstrip().endswith("verify: FAILED"), text.stdout
+    # what needs the broker was not checked, and says so rather than 0 (issue 40)
+    [row] = [line.split() for line in text.stdout.splitlines() if line.split()[:1] == ["0"]]
+    assert row == ["0", "20", "0", "-", "10", "-", "-", "-"], text.stdout
 
     done = subprocess.run(run + ["--json"], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
@@ -231,6 +234,10 @@ def test_verify_names_a_file_that_is_not_parquet_and_goes_on_checking_the_rest(
                for u in report["unreadable_files"]), report
     assert report["partitions"]["0"]["rows"] == 20, report  # the two real files, read
     assert report["partitions"]["0"]["duplicates"] == 10, report
+    assert not report["compared_with_broker"], report
+    unchecked = {k: report["partitions"]["0"][k]
+                 for k in ("missing", "misplaced", "unexpected", "gap_count", "gaps")}
+    assert unchecked == dict.fromkeys(unchecked), report
 
 
 def test_the_demo_says_how_much_of_the_lag_is_unread_and_how_much_unpublished(
