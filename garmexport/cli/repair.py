@@ -14,9 +14,9 @@
 
 A dry run by default: it prints what it would do per dataset (or quarantine) and day;
 ``--apply`` does it. Exit status: 0 when nothing the mode fixes is left (after
-``--apply``), 1 when something is (a dry run with something to do, a record lost for good
-or left twice, a publish that met another's file, a file that could not be read), 2 for a
-configuration error.
+``--apply``; records in flight are not the mode's to fix), 1 when something is (a dry run
+with something to do, a record lost for good or left twice, a publish that met another's
+file, a file that could not be read), 2 for a configuration error.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ with today's code and settings; each that decodes now is published into its data
 or below its type's committed point, as gaps do) and taken out of the quarantine; each
 that still fails stays, with its new reason. No broker needed.
 
-exit status: 0 nothing the mode fixes is left; 1 something is (a dry run with work to do,
-records lost for good or left twice, in flight, a conflict or an unreadable file); 2
+exit status: 0 nothing the mode fixes is left (records in flight, above the committed
+point, are the exporters' to write: they do not count); 1 something is (a dry run with
+work to do, records lost for good or left twice, a conflict or an unreadable file); 2
 configuration error."""
 
 

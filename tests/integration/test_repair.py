@@ -6,7 +6,9 @@ more produced. ``verify`` must name the gap; a dry run must print the plan (the 
 in flight, left to the exporter), exit 1 and write nothing. Then, while two exporters
 run and records keep arriving, ``repair --apply`` is killed right after its first publish (the
 exporter's own crash point), SIGKILLed at a random point, and run again; once the
-exporters have caught up, ``verify`` against the broker must find every record exactly once.
+exporters have caught up, ``verify`` against the broker must find every record exactly once,
+and records in flight alone (produced after they stopped) leave repair nothing to do: exit 0,
+as its ``--help`` says.
 """
 
 from __future__ import annotations
@@ -92,3 +94,16 @@ def test_repair_fills_a_deleted_file_once_across_a_kill(broker, tmp_path: Path) 
         feed.join(60)
         ends = stop_caught_up(runs, broker.bootstrap, topic, root)
     assert_exact(env, ends)  # every record exactly once: no duplicate, none missing
+
+    # records in flight only (produced after the exporters stopped): nothing for repair to
+    # fix, so exit 0, as its --help says (issue 40: the help listed them under exit 1)
+    produce(broker.bootstrap, topic, 200, partitions=2, seed=36, days=2)
+    flight = repair(env)
+    assert flight.returncode == 0, flight.stdout + flight.stderr
+    assert re.search(r"would add 0 rows .*; [1-9]\d* in flight, left to the exporter; 0 lost",
+                     flight.stdout), flight.stdout
+    shown = repair(env, "--help")
+    assert shown.returncode == 0, shown.stderr
+    exits = re.search(r"exit status: 0 (.*); 1 (.*); 2 configuration error",
+                      " ".join(shown.stdout.split()))
+    assert exits and "in flight" in exits[1] and "in flight" not in exits[2], shown.stdout
