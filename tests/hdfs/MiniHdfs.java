@@ -16,6 +16,14 @@
 //   restart-namenode I             shut NameNode I down and start it again, same ports
 //   stop-namenode I | start-namenode I   the same in two steps, to hold it down a while
 //   rpc-count                      RPC calls the NameNodes have served, summed
+//   nn-ops                         namespace operations the NameNodes have served, counted
+//                                  now (not JMX's cached view): {"audit": {"webhdfs":
+//                                  {"getfileinfo": N, ...}, "rpc": {...}}, "metrics":
+//                                  {"CreateFileOps": N, ...}}; audit: every audited call by
+//                                  the protocol it came by (a REST request, or an RPC such
+//                                  as a DataNode's create on behalf of a WebHDFS write);
+//                                  metrics: NameNodeActivity's counters (of the NameNode
+//                                  started last, in an HA cluster)
 //   stop                           shut everything down and exit
 //
 // Closing standard input also shuts the cluster down, so a test process that dies leaves no
@@ -25,14 +33,20 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
+import java.lang.reflect.Field;
+import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.SafeModeAction;
 import org.apache.hadoop.fs.permission.FsPermission;
@@ -41,6 +55,10 @@ import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.MiniDFSNNTopology;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants;
+import org.apache.hadoop.hdfs.server.namenode.AuditLogger;
+import org.apache.hadoop.hdfs.server.namenode.NameNode;
+import org.apache.hadoop.ipc.Server;
+import org.apache.hadoop.metrics2.lib.MutableCounterLong;
 
 public class MiniHdfs {
     private static MiniDFSCluster cluster;
@@ -76,6 +94,10 @@ public class MiniHdfs {
         conf.setIfUnset("dfs.client.block.write.replace-datanode-on-failure.enable", "false");
         conf.setIfUnset("dfs.namenode.safemode.extension", "0");
         conf.setIfUnset("hadoop.security.authentication", "simple");
+        // nn-ops: besides the audit loggers configured (hdfs-default.xml's "default"), a
+        // count of the same events by protocol and command
+        conf.set("dfs.namenode.audit.loggers",
+                 conf.get("dfs.namenode.audit.loggers", "default") + "," + OpCounter.class.getName());
         MiniDFSCluster.Builder builder = new MiniDFSCluster.Builder(conf, new File(dir))
             .numDataNodes(datanodes);
         if (ha) builder.nnTopology(MiniDFSNNTopology.simpleHATopology());
@@ -182,6 +204,10 @@ public class MiniHdfs {
             case "rpc-count": {
                 return "{\"ok\": true, \"calls\": " + rpcCalls() + "}";
             }
+            case "nn-ops": {
+                return "{\"ok\": true, \"audit\": " + OpCounter.json()
+                    + ", \"metrics\": " + activity() + "}";
+            }
             case "stop":
                 return "{\"ok\": true}";
             default:
@@ -199,6 +225,50 @@ public class MiniHdfs {
             if (n instanceof Number) total += ((Number) n).longValue();
         }
         return total;
+    }
+
+    /** The NameNode's audited calls, counted by protocol ("webhdfs" or "rpc") and command. */
+    public static class OpCounter implements AuditLogger {
+        private static final Map<String, Map<String, LongAdder>> COUNTS = new ConcurrentHashMap<>();
+
+        @Override
+        public void initialize(Configuration conf) {}
+
+        @Override
+        public void logAuditEvent(boolean succeeded, String user, InetAddress addr, String cmd,
+                                  String src, String dst, FileStatus stat) {
+            String proto = "webhdfs".equals(Server.getProtocol()) ? "webhdfs" : "rpc";
+            COUNTS.computeIfAbsent(proto, k -> new ConcurrentHashMap<>())
+                .computeIfAbsent(cmd, k -> new LongAdder()).increment();
+        }
+
+        static String json() {
+            List<String> protos = new ArrayList<>();
+            for (Map.Entry<String, Map<String, LongAdder>> p : new TreeMap<>(COUNTS).entrySet()) {
+                List<String> cmds = new ArrayList<>();
+                for (Map.Entry<String, LongAdder> c : new TreeMap<>(p.getValue()).entrySet()) {
+                    cmds.add(quote(c.getKey()) + ": " + c.getValue().sum());
+                }
+                protos.add(quote(p.getKey()) + ": {" + String.join(", ", cmds) + "}");
+            }
+            return "{" + String.join(", ", protos) + "}";
+        }
+    }
+
+    /** NameNodeActivity's counters, read from the metrics object itself (JMX caches them). */
+    private static String activity() throws Exception {
+        Object metrics = NameNode.getNameNodeMetrics();
+        List<String> out = new ArrayList<>();
+        for (Field f : metrics.getClass().getDeclaredFields()) {
+            if (f.getType() != MutableCounterLong.class) continue;
+            f.setAccessible(true);
+            MutableCounterLong counter = (MutableCounterLong) f.get(metrics);
+            if (counter == null) continue;
+            String name = f.getName();
+            out.add(quote(Character.toUpperCase(name.charAt(0)) + name.substring(1)) + ": "
+                + counter.value());
+        }
+        return "{" + String.join(", ", out) + "}";
     }
 
     private static String quote(String s) {
