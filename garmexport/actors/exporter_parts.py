@@ -39,8 +39,6 @@ log = logging.getLogger(__name__)
 #: temp files older than this belong to dead processes: a live one publishes a staged file
 #: within milliseconds of writing it
 TEMP_GC_AGE_S = 3600.0
-#: the shortest time without a tick (or with a failing store) before liveness fails
-MIN_LIVE_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,7 @@ def assemble(
     cannot be bound, StorageError if the store cannot be opened."""
     registry = CollectorRegistry()
     metrics = Metrics.create(registry)
-    health = Health(live_timeout_s=max(MIN_LIVE_TIMEOUT_S, 10 * config.source.poll_timeout_s),
-                    metrics=metrics)
+    health = Health(live_timeout_s=config.live_timeout_s(), metrics=metrics)
     health.tick(time.monotonic())
     server = _serve(config, registry, health)
     log_event(log, "metrics_serving", host=config.metrics.host, port=server.port)

@@ -67,7 +67,7 @@ WATCH_S = 0.1
 KILL_MARGIN_S = 20.0
 #: a reader not serving yet counts as live this long after the start (imports, the
 #: consumer, the store: about a second here), as a starting process is before it answers
-#: (the shortest liveness timeout of a reader, exporter_parts.MIN_LIVE_TIMEOUT_S)
+#: (or the live timeout, if longer)
 START_GRACE_S = 30.0
 #: after a second signal, how long the readers get to write what they abandon and exit (a
 #: forced stop is immediate: counting the open files and one log line)
@@ -107,7 +107,12 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
     probe = ReaderProbe(port_files)
     registry = CollectorRegistry()
     registry.register(ReadersCollector(probe))
-    health = ReadersHealth(probe, started=time.monotonic(), start_grace_s=START_GRACE_S)
+    # the readers' own threshold (their config is this one): a silent reader fails the
+    # instance's liveness no sooner than a stuck loop fails one process's
+    live_timeout_s = config.live_timeout_s()
+    health = ReadersHealth(probe, started=time.monotonic(),
+                           start_grace_s=max(START_GRACE_S, live_timeout_s),
+                           live_timeout_s=live_timeout_s)
     server = serve(config.metrics.host, config.metrics.port, registry, health)
     readers: list[ReaderProcess] = []
     watch: ReaderWatch | None = None

@@ -8,7 +8,8 @@ reader not serving yet (starting) is not watched; the first answer missed marks 
 in the :class:`~garmexport.observe.reader_probe.ReaderProbe` and logs
 ``reader_not_answering``; the next answer clears the mark and logs
 ``reader_answering_again``. The rule of a transition is :func:`transition` (pure); the
-health fold still says a silent reader is neither live nor ready (its no-answer).
+health fold says a silent reader is not ready, and not live once it has been silent for
+the live timeout (:mod:`garmexport.observe.health_fold`).
 
 A reader whose process has ended is not asked (the supervisor logs its exit), and once the
 instance is stopping (:meth:`ReaderWatch.stopping`) a reader that closes its server on its
@@ -112,8 +113,9 @@ class ReaderWatch:
             log_event(log, "reader_not_answering", level=logging.WARNING, child=name,
                       pid=self._pids[name], silent_s=round(now - since, 1),
                       partitions=heard.partitions or "none", error=answer.error,
-                      effect="the instance is not live nor ready; scrapes leave its series "
-                             "out without waiting for it")
+                      effect="the instance is not ready, and not live once the reader "
+                             "has been silent for the live timeout; scrapes leave its "
+                             "series out without waiting for it")
         elif event == "answering":
             self._probe.mark_answering(name)
             log_event(log, "reader_answering_again", child=name, pid=self._pids[name],

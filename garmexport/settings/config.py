@@ -207,6 +207,11 @@ class MetricsConfig(_Section):
     host: str = _f("0.0.0.0", "address the metrics server binds", pattern=r".+")
     port_file: str = _f("", "file the bound port is written to once the server listens "
                         "(useful with port 0; empty: none)")
+    live_timeout_s: float = _f(30.0, "seconds without progress before /health/live answers "
+                               "503: the main loop not ticking, the store failing, one "
+                               "writer message running, or (reader processes) a reader not "
+                               "answering; 10 x source.poll_timeout_s if that is longer",
+                               min=1.0)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -365,6 +370,12 @@ class Config:
     #: old names that were read, each as (old key, new key, where): logged as warnings
     deprecated: tuple[tuple[str, str, str], ...] = dataclasses.field(default=(),
                                                                        compare=False)
+
+    def live_timeout_s(self) -> float:
+        """The one liveness threshold, of one process's loop and of an instance's silent
+        reader alike: ``metrics.live_timeout_s``, or 10 polls if longer (a loop blocked in
+        one poll for ``source.poll_timeout_s`` still ticks between polls)."""
+        return max(self.metrics.live_timeout_s, 10 * self.source.poll_timeout_s)
 
     def consumer_settings(self) -> dict[str, object]:
         """A fresh librdkafka consumer dict: ``[kafka]`` plus ``group.id``. Contains secrets."""

@@ -3,7 +3,8 @@ real broker.
 
 What the operator must see is one instance: one metrics port with every series of every
 reader (a ``reader`` label tells them apart), one ``/health/live`` and ``/health/ready``
-folding the readers' (a stopped reader makes both fail, naming it), one log stream where
+folding the readers' (a stopped reader fails readiness at once and liveness after the
+live timeout, naming it), one log stream where
 each line names its reader, signals forwarded with today's exit codes, a reader that dies
 taking the instance down with its status, and readers that never outlive their
 supervisor. Exactly once holds with three instances of two readers in one group while
@@ -32,6 +33,11 @@ from tests.integration.harness import (
     produce, produce_in_background, topic_ends, wait_caught_up,
 )
 from tests.processes import wait_gone
+
+
+#: the live timeout (metrics.live_timeout_s) where a test waits it out: above 10 x the
+#: default source.poll_timeout_s (0.5 s), which would win otherwise
+LIVE_S = 6.0
 
 
 def reader_pids(run: Exporter, count: int = 2) -> dict[str, int]:
@@ -82,7 +88,7 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
     root = tmp_path / "out"
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_PARALLELISM=2,
                        SOURCE_GROUP_ID=f"g-{topic}", WRITER_MAX_FILE_AGE_S=1,
-                       PROTOCOL_HEARTBEAT_INTERVAL_S=1)
+                       PROTOCOL_HEARTBEAT_INTERVAL_S=1, METRICS_LIVE_TIMEOUT_S=LIVE_S)
     with exporter_runs() as runs:
         run = Exporter(env, tmp_path, "par")
         runs.append(run)
@@ -113,25 +119,46 @@ def test_two_readers_are_one_instance_for_metrics_health_logs_and_sigterm(
                     owners[s.labels["partition"]] += 1
         assert owners == Counter({str(p): 1 for p in range(4)}), owners
 
-        # health folds: a stopped reader answers nothing, so the instance is neither live
-        # nor ready, and says which reader is wrong
+        # health folds: a stopped reader answers nothing, so the instance is not ready at
+        # once, and not live once the reader has been silent for the live timeout (the
+        # readers' own, one key: issue 40), each saying which reader is wrong
+        frozen_at = time.monotonic()
         os.kill(pids["r1"], signal.SIGSTOP)
         try:
             # the supervisor says so once, with the reader's partitions (issue 32, item 3)
             said = run.wait_event("reader_not_answering", timeout_s=15)
             assert said["level"] == "WARNING" and said["child"] == "r1", said
             assert said["pid"] == pids["r1"] and said["partitions"] in ("0, 1", "2, 3"), said
-            for path in ("/health/live", "/health/ready"):
+            for path, want in (("/health/ready", 503), ("/health/live", 200)):
                 started = time.monotonic()
                 code, answer = run.http_get(path, timeout_s=10)
                 waited = time.monotonic() - started
-                reasons = json.loads(answer)["reasons"]
-                assert code == 503 and any(r.startswith("r1: not answering") for r in reasons), answer
                 assert waited < 1.0, f"{path} waited {waited:.1f} s for the stuck reader"
+                assert code == want, (path, answer, time.monotonic() - frozen_at)
+                doc = json.loads(answer)
+                if want == 503:
+                    assert any(r.startswith("r1: not answering") for r in doc["reasons"]), doc
+                else:
+                    assert "r1.not_answering" in doc["detail"], doc
             started = time.monotonic()
             status, body = run.http_get("/metrics", timeout_s=10)
             assert time.monotonic() - started < 1.0, "the scrape waited for the stuck reader"
             assert by_reader(body, "garmexport_reader_scrape_ok") == Counter({"r0": 1, "r1": 0})
+            # live a few seconds short of the timeout (a GC pause, a slow call), not past it
+            answers = []
+            while True:
+                code, answer = run.http_get("/health/live", timeout_s=10)
+                answers.append((round(time.monotonic() - frozen_at, 1), code))
+                if code == 503 or time.monotonic() - frozen_at > LIVE_S + 10:
+                    break
+                time.sleep(0.25)
+            print(f"liveness while r1 is frozen: {answers}")
+            assert code == 503 and all(c == 200 for _, c in answers[:-1]), answers
+            # last answered at most a watch round (1 s) before the freeze
+            assert LIVE_S - 1.5 <= answers[-1][0] <= LIVE_S + 5, answers
+            reasons = json.loads(answer)["reasons"]
+            assert any(r.startswith("r1: not answering") and f"> live timeout {LIVE_S:g}s" in r
+                       for r in reasons), reasons
         finally:
             os.kill(pids["r1"], signal.SIGCONT)
         wait_status(run, "/health/live", 200, timeout_s=20)
@@ -381,7 +408,7 @@ def test_a_reader_frozen_past_its_session_timeout_is_a_zombie_its_sibling_replac
         try:
             said = run.wait_event("reader_not_answering", timeout_s=15)
             assert said["child"] == "r1", said
-            code, answer = run.http_get("/health/live", timeout_s=10)
+            code, answer = run.http_get("/health/ready", timeout_s=10)
             assert code == 503 and any(r.startswith("r1: not answering")
                                        for r in json.loads(answer)["reasons"]), answer
             produce(broker.bootstrap, topic, 3_000, partitions=4, seed=12, days=1)

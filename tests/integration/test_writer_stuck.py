@@ -4,8 +4,10 @@ With the writers on pool threads, the reader's thread keeps ticking while a writ
 on the store, so ticks alone no longer prove progress. The output root is the WebHDFS
 double, made to hold the RENAME that publishes each data file unanswered (a NameNode that
 accepts the connection and never replies, with a socket timeout longer than the test). ``/health/live`` must answer
-503 once one writer message has run for longer than the live timeout (30 s), naming the
-writer; when the store answers again it is 200 again and every record is there once.
+503 once one writer message has run for longer than the live timeout, naming the
+writer; when the store answers again it is 200 again and every record is there once. One
+key sets that timeout on both paths (``metrics.live_timeout_s``, issue 40): here a small
+one, which one process and an instance of readers must both keep to.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from tests.integration.harness import (
 )
 from tests.webhdfs_server import WebHdfsServer
 
-LIVE_TIMEOUT_S = 30.0  # exporter_parts.MIN_LIVE_TIMEOUT_S with the default poll timeout
+#: metrics.live_timeout_s here (the default is 30 s); above 10 x the default poll timeout
+LIVE_TIMEOUT_S = 8.0
 
 
 def _live(run: Exporter) -> tuple[int, dict]:
@@ -39,7 +42,7 @@ def test_a_writer_stuck_in_a_store_call_fails_liveness_and_recovers(
     root = f"webhdfs://127.0.0.1:{server.server_address[1]}/out"
     env = exporter_env(broker.bootstrap, topic, root, WRITER_MAX_FILE_AGE_S=1,
                        OUTPUT_HDFS_TIMEOUT_S=300, ACTORS_CORES=2,
-                       ACTORS_PARALLELISM=parallelism)
+                       ACTORS_PARALLELISM=parallelism, METRICS_LIVE_TIMEOUT_S=LIVE_TIMEOUT_S)
     produce(broker.bootstrap, topic, 5_000, partitions=2, seed=3, days=1)
     ends = topic_ends(broker.bootstrap, topic)
     run = Exporter(env, tmp_path, f"exporter-{parallelism}")
@@ -63,6 +66,7 @@ def test_a_writer_stuck_in_a_store_call_fails_liveness_and_recovers(
         print(f"liveness answers while publishes hang: {answers}")
         assert code == 503, answers
         assert stuck_for >= LIVE_TIMEOUT_S - 1, answers  # not before the timeout
+        assert any(f"> {LIVE_TIMEOUT_S:g}s" in r for r in body["reasons"]), body  # the key's
         assert any("writer" in r for r in body["reasons"]), body
         if parallelism > 1:  # the fold names the reader whose writer is stuck
             assert all(r.startswith(("r0: ", "r1: ")) for r in body["reasons"]), body

@@ -1,5 +1,7 @@
 """The instance's health folds its readers': live only while every reader is live, ready
-only while every reader is ready, each reason naming its reader."""
+only while every reader is ready, each reason naming its reader; a reader that does not
+answer is not ready at once, and not live only past the live timeout, as one process's
+loop."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from garmexport.observe.health import (
     Health, HealthServer, Status, read_port_file, serve, write_port_file,
 )
-from garmexport.observe.health_fold import ReadersHealth, fold, reader_status
+from garmexport.observe.health_fold import ReadersHealth, fold, reader_liveness, reader_status
 from garmexport.observe.reader_probe import Answer, ReaderProbe
 
 
@@ -73,7 +75,7 @@ def ready(health: Health) -> None:
 def test_served_readers_are_asked_and_folded(readers) -> None:
     healths, files = readers
     two = ReadersHealth(ReaderProbe({k: files[k] for k in ("r0", "r1")}), started=0.0,
-                        start_grace_s=30.0)
+                        start_grace_s=30.0, live_timeout_s=10.0)
     ready(healths["r0"])
     healths["r1"].tick(100.0)
     assert two.liveness(now=500.0).ok
@@ -89,18 +91,50 @@ def test_a_reader_not_serving_yet_is_live_during_the_start_grace_only(readers) -
     healths, files = readers
     for name in ("r0", "r1"):
         ready(healths[name])
-    three = ReadersHealth(ReaderProbe(files), started=100.0, start_grace_s=30.0)
+    three = ReadersHealth(ReaderProbe(files), started=100.0, start_grace_s=30.0,
+                          live_timeout_s=10.0)
     assert three.liveness(now=130.0).ok
     late = three.liveness(now=130.5)
     assert not late.ok and late.reasons == ("r2: not serving yet",)
     assert three.readiness().reasons == ("r2: not serving yet",)
 
 
-def test_a_reader_that_stopped_serving_is_neither_live_nor_ready(tmp_path: Path) -> None:
+def test_a_silent_reader_is_live_for_the_live_timeout_after_its_last_answer() -> None:
+    silent = Answer("r0", None, error="not answering: TimeoutError")
+    within = reader_liveness(silent, silent_s=9.5, live_timeout_s=10.0)
+    assert within.ok and within.detail == (
+        ("not_answering", "for 9.5s, live until 10s: not answering: TimeoutError"),)
+    past = reader_liveness(silent, silent_s=10.5, live_timeout_s=10.0)
+    assert past == Status(False, ("not answering: TimeoutError (silent 10.5s > live timeout "
+                                  "10s)",))
+    # an answer is the reader's own judgement, however long it was silent before
+    assert reader_liveness(Answer("r0", 200, b'{"ok": true}'), 99.0, 10.0) == Status(True)
+
+
+def test_a_reader_that_stopped_serving_is_not_ready_and_not_live_past_the_live_timeout(
+        tmp_path: Path) -> None:
+    health = Health(live_timeout_s=10)
+    health.tick(100.0)
+    server = serve("127.0.0.1", 0, CollectorRegistry(), health, clock=lambda: 100.0)
+    write_port_file(str(tmp_path / "r0.port"), server.port)
+    now = [50.0]  # the probe's clock and the one liveness is asked with
+    probe = ReaderProbe({"r0": str(tmp_path / "r0.port")}, timeout_s=1.0,
+                        clock=lambda: now[0])
+    gone = ReadersHealth(probe, started=0.0, start_grace_s=1e9, live_timeout_s=10.0)
+    assert gone.liveness(now=now[0]).ok  # heard at 50
+    server.close()  # its port file stays: the reader is gone
+    status = gone.readiness()
+    assert not status.ok and status.reasons[0].startswith("r0: not answering")
+    assert gone.liveness(now=60.0).ok
+    status = gone.liveness(now=60.5)
+    assert not status.ok and status.reasons[0].startswith("r0: not answering"), status
+    assert status.reasons[0].endswith("(silent 10.5s > live timeout 10s)"), status
+
+
+def test_a_reader_that_never_answered_is_silent_since_the_start(tmp_path: Path) -> None:
     server = serve("127.0.0.1", 0, CollectorRegistry(), Health(live_timeout_s=10))
     write_port_file(str(tmp_path / "r0.port"), server.port)
-    server.close()  # its port file stays: the reader is gone
-    gone = ReadersHealth(ReaderProbe({"r0": str(tmp_path / "r0.port")}, timeout_s=1.0),
-                         started=0.0, start_grace_s=1e9)
-    for status in (gone.liveness(now=1.0), gone.readiness()):
-        assert not status.ok and status.reasons[0].startswith("r0: not answering")
+    server.close()  # it said where it serves, and never answered
+    never = ReadersHealth(ReaderProbe({"r0": str(tmp_path / "r0.port")}, timeout_s=1.0),
+                          started=0.0, start_grace_s=1e9, live_timeout_s=10.0)
+    assert never.liveness(now=10.0).ok and not never.liveness(now=10.5).ok
