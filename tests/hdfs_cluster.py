@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,9 +159,11 @@ def _read_json_line(proc: subprocess.Popen[str], timeout_s: float,
 
 @contextlib.contextmanager
 def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | None = None,
-              start_timeout_s: float = 180.0,
-              env: dict[str, str] | None = None) -> Iterator[MiniHdfs]:
-    """Run one MiniDFSCluster (``ha``: two NameNodes, the first active); stop it on exit."""
+              start_timeout_s: float = 180.0, env: dict[str, str] | None = None,
+              jvm_args: Sequence[str] = ()) -> Iterator[MiniHdfs]:
+    """Run one MiniDFSCluster (``ha``: two NameNodes, the first active); stop it on exit.
+    ``jvm_args`` go to the JVM before the class path (``-Dkey=value``: system properties,
+    such as ``java.security.krb5.conf`` for a Kerberized cluster)."""
     java = shutil.which("java")
     if java is None:
         raise HdfsUnavailable("no `java` on PATH")
@@ -169,8 +171,8 @@ def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | No
     classes = launcher_classes(lib)
     tmp = Path(tempfile.mkdtemp(prefix="garm-hdfs-"))
     args = [java, "-Xmx768m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-            "-Djava.net.preferIPv4Stack=true", "-cp", f"{classes}:{lib}/*", "MiniHdfs",
-            "--dir", str(tmp / "data"), "--datanodes", str(datanodes)]
+            "-Djava.net.preferIPv4Stack=true", *jvm_args, "-cp", f"{classes}:{lib}/*",
+            "MiniHdfs", "--dir", str(tmp / "data"), "--datanodes", str(datanodes)]
     if ha:
         args.append("--ha")
     for key, value in (conf or {}).items():
