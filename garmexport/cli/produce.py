@@ -7,17 +7,27 @@ topics put the same bytes at the same (partition, offset).
 
 The report (text, or ``--json`` on stdout) counts records by event type and by malformed
 kind exactly as produced, for tests to compare with what the exporter wrote.
+
+Ctrl-C (SIGINT) stops producing: the records still queued in the client are dropped, the
+ones in flight are waited for (up to :data:`_IN_FLIGHT_WAIT_S`; a second Ctrl-C stops the
+wait), and the report says what reached the topic, per partition, and how long it took,
+before the exit status 130 (``interrupted``, ``delivered``, ``delivered_partitions``;
+``total``, ``types``, ``bad`` and ``partitions`` count what was handed to the client).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from garmexport.observe import logs
@@ -38,6 +48,13 @@ PRODUCER_SETTINGS: Mapping[str, object] = {
 # Keys of [kafka] that also matter to a producer (where and how to connect).
 _CLIENT_PREFIXES = ("bootstrap.", "security.", "sasl.", "ssl.", "client.", "socket.")
 _FLUSH_TIMEOUT_S = 120.0
+#: after Ctrl-C, the longest wait for the records already sent to the broker
+_IN_FLIGHT_WAIT_S = 10.0
+#: records generated between two looks at the stop flag and the pace
+_STEP = 256
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+#: the exit status of a run stopped by Ctrl-C (cli.main's for KeyboardInterrupt)
+INTERRUPTED = 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,18 +134,28 @@ def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) ->
 def produce(settings: Mapping[str, object], topic: str, spec: Spec, count: int,
             rate: float | None = None,
             progress: Callable[[int, float], None] | None = None,
-            progress_s: float = 5.0) -> dict[str, object]:
+            progress_s: float = 5.0, stop: threading.Event | None = None) -> dict[str, object]:
     """Produce ``count`` generated records; return the report (see the module docstring).
 
     ``rate`` (records/s) paces the sends; ``progress(done, seconds)`` is called every
-    ``progress_s``. Raises BrokerError if records are still undelivered after 120 s of
+    ``progress_s``. ``stop`` set (Ctrl-C) ends the run early: the records not sent yet are
+    dropped, those in flight waited for, and the report says ``interrupted`` and what was
+    delivered. Raises BrokerError if records are still undelivered after 120 s of
     flushing; records the broker refused are counted in ``failed``.
     """
+    stopped = stop if stop is not None else threading.Event()
     failures: list[str] = []
+    refused: collections.Counter[int] = collections.Counter()
+    dropped: collections.Counter[int] = collections.Counter()
 
-    def on_delivery(error, _message) -> None:
-        if error is not None:
+    def on_delivery(error, message) -> None:  # noqa: ANN001 - KafkaError, Message
+        if error is None:
+            return
+        if error.code() in _PURGED:  # dropped after Ctrl-C: never sent
+            dropped[message.partition()] += 1
+        else:
             failures.append(str(error))
+            refused[message.partition()] += 1
 
     producer = Producer({**settings, "on_delivery": on_delivery,
                          "delivery.report.only.error": True, **client_log_settings()})
@@ -136,8 +163,9 @@ def produce(settings: Mapping[str, object], topic: str, spec: Spec, count: int,
     start = time.monotonic()
     next_report = start + progress_s
     for i, record in enumerate(generate(spec, count)):
-        if rate and i % 256 == 0 and (ahead := start + i / rate - time.monotonic()) > 0:
-            time.sleep(ahead)
+        if i % _STEP == 0 and (stopped.is_set()
+                               or (rate and not _wait_until(start + i / rate, stopped))):
+            break
         while True:
             try:
                 producer.produce(topic, value=record.value, key=record.key,
@@ -152,13 +180,58 @@ def produce(settings: Mapping[str, object], topic: str, spec: Spec, count: int,
             if progress and progress_s > 0 and time.monotonic() >= next_report:
                 progress(i, time.monotonic() - start)
                 next_report = time.monotonic() + progress_s
-    if producer.flush(_FLUSH_TIMEOUT_S) > 0:
-        raise BrokerError(f"records to {topic} still undelivered after {_FLUSH_TIMEOUT_S} s")
+    deadline = time.monotonic() + _FLUSH_TIMEOUT_S
+    while len(producer) and not stopped.is_set():
+        if time.monotonic() >= deadline:
+            raise BrokerError(f"records to {topic} still undelivered after {_FLUSH_TIMEOUT_S} s")
+        producer.flush(0.2)
+    unknown = _settle(producer) if stopped.is_set() else 0
     seconds = time.monotonic() - start
+    delivered = tally.total - len(failures) - sum(dropped.values()) - unknown
     return {"topic": topic, **tally.as_dict(), "failed": len(failures),
             "first_failure": failures[0] if failures else None, "value_bytes": value_bytes,
             "seconds": round(seconds, 3),
-            "records_per_s": round(tally.total / seconds) if seconds > 0 else None}
+            "records_per_s": round(tally.total / seconds) if seconds > 0 else None,
+            "interrupted": stopped.is_set(), "delivered": delivered,
+            # exact once nothing is left in flight; unknown while something is
+            "delivered_partitions": None if unknown else {
+                str(p): n - refused[p] - dropped[p] for p, n in sorted(tally.partitions.items())},
+            "dropped": sum(dropped.values()), "in_flight": unknown}
+
+
+def _wait_until(when: float, stopped: threading.Event) -> bool:
+    """Sleep until monotonic ``when`` (the pace of ``--rate``); False if ``stopped`` first."""
+    ahead = when - time.monotonic()
+    return ahead <= 0 or not stopped.wait(ahead)
+
+
+def _settle(producer: Producer) -> int:
+    """After a stop: drop what is still queued, wait up to :data:`_IN_FLIGHT_WAIT_S` for
+    what is in flight (a second Ctrl-C ends the wait); how many records are left whose
+    fate is unknown."""
+    try:
+        producer.purge(in_queue=True, in_flight=False)
+        deadline = time.monotonic() + _IN_FLIGHT_WAIT_S
+        while len(producer) and time.monotonic() < deadline:
+            producer.flush(0.1)
+    except KeyboardInterrupt:
+        pass
+    return len(producer)
+
+
+@contextmanager
+def ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
+    """Within: the first SIGINT sets ``stop`` (the run ends with its report), a second one
+    raises KeyboardInterrupt as usual (it ends the wait for the records in flight)."""
+    def first(signum: int, frame: object) -> None:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    before = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -183,21 +256,38 @@ def main(args: argparse.Namespace, config: Config) -> int:
     def progress(done: int, seconds: float) -> None:
         logs.progress("produce", f"produced {done}/{count} in {seconds:.1f} s")
 
-    report = produce(settings, topic, spec, count, rate=args.rate, progress=progress,
-                     progress_s=args.progress_s)
-    print(json.dumps(report, indent=2) if args.json else _text(report))
+    stop = threading.Event()
+    with ctrl_c_stops(stop):
+        report = produce(settings, topic, spec, count, rate=args.rate, progress=progress,
+                         progress_s=args.progress_s, stop=stop)
+    print(json.dumps(report, indent=2) if args.json else _text(report), flush=True)
     if report["failed"]:
         print(f"garmexport produce: {report['failed']} records were not delivered: "
               f"{report['first_failure']}", file=sys.stderr)
-        return 1
-    return 0
+    if report["interrupted"]:
+        return INTERRUPTED
+    return 1 if report["failed"] else 0
 
 
 def _text(report: Mapping[str, object]) -> str:
+    if report["interrupted"]:
+        return _interrupted_text(report)
     lines = [f"produced {report['total']} records ({report['value_bytes']} value bytes) to "
              f"{report['topic']} in {report['seconds']} s: {report['records_per_s']} records/s"]
     for group in ("types", "bad", "partitions"):
         counts = report[group]
         assert isinstance(counts, dict)
         lines += [f"  {group:<10} {name:<38} {n:>10}" for name, n in counts.items()]
+    return "\n".join(lines)
+
+
+def _interrupted_text(report: Mapping[str, object]) -> str:
+    """What reached the topic before Ctrl-C, in all and per partition."""
+    lines = [f"interrupted (Ctrl-C) after {report['seconds']} s: {report['delivered']} "
+             f"records delivered to {report['topic']} of {report['total']} produced "
+             f"({report['dropped']} not sent yet, dropped; {report['failed']} refused; "
+             f"{report['in_flight']} in flight still, fate unknown)"]
+    per = report["delivered_partitions"]
+    if isinstance(per, dict):
+        lines += [f"  {'delivered':<10} {'partition ' + p:<38} {n:>10}" for p, n in per.items()]
     return "\n".join(lines)

@@ -6,8 +6,11 @@ import collections
 import datetime
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +118,48 @@ def test_bad_produce_arguments_exit_2_with_a_message(args, message):
     done = garmexport("produce", "--bootstrap", "127.0.0.1:1", *args)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_ctrl_c_prints_what_reached_the_topic_then_exits_130(broker, as_json: bool) -> None:
+    """Issue 40: Ctrl-C exited 130 and said nothing of what had reached the topic."""
+    topic = broker.new_topic(partitions=3)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "garmexport", "produce", "--bootstrap", broker.bootstrap,
+         "--topic", topic, "--rate", "3000", "--duration", "120", "--partitions", "3",
+         "--now", NOW, "--progress-s", "0.2", *(["--json"] if as_json else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    try:
+        assert run.stderr is not None
+        said = []
+        for line in run.stderr:  # it produces: a progress line past the first thousands
+            said.append(line)
+            done = re.search(r"produced (\d+)/360000", line)
+            if done and int(done[1]) >= 4096:
+                break
+        else:
+            raise AssertionError(f"no progress line; exit {run.wait()}: {said}")
+        interrupted_at = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 130, err
+    assert time.monotonic() - interrupted_at < 15, "the stop waited for the whole run"
+    records = consume_all(broker.bootstrap, topic)
+    partitions = collections.Counter(str(r.partition) for r in records)
+    assert 0 < len(records) < 360_000, (out, err)
+    if as_json:
+        report = json.loads(out)
+        assert report["interrupted"] is True and report["in_flight"] == 0, report
+        assert report["delivered"] == len(records), report
+        assert report["delivered_partitions"] == dict(sorted(partitions.items())), report
+        assert 0 < report["seconds"] < 120, report
+    else:
+        lines = out.splitlines()
+        assert lines[0].startswith(f"interrupted (Ctrl-C) after "), out
+        assert f" s: {len(records)} records delivered to {topic} of " in lines[0], out
+        assert lines[1:] == [f"  {'delivered':<10} {'partition ' + p:<38} {n:>10}"
+                             for p, n in sorted(partitions.items())], out
