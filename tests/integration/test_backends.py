@@ -9,7 +9,8 @@ environment must find every record exactly once, and no exporter log may contain
 secret key.
 
 - WebHDFS runs against the test double ``tests/webhdfs_server.py`` in a thread of this
-  process (no NameNode can run here);
+  process, and (``hdfs``, in ``tox -e hdfs`` only) against a real NameNode and DataNodes
+  (Hadoop's MiniDFSCluster, ``tests/hdfs_cluster.py``);
 - S3 runs against a real SeaweedFS server (``tests/seaweed.py``), skipped with the reason
   when the ``weed`` binary cannot start.
 
@@ -66,6 +67,12 @@ def _outside_env() -> dict[str, str]:
 
 
 def _target(kind: str, request: pytest.FixtureRequest) -> Target:
+    if kind == "hdfs":
+        from tests.hdfs.conftest import fresh_root
+
+        root = fresh_root(request.getfixturevalue("real_hdfs"), "out")
+        return Target(root.uri, {"GARMEXPORT_OUTPUT_HDFS_USER": HDFS_USER},
+                      {"hdfs_user": HDFS_USER}, None)
     if kind == "webhdfs":
         server: WebHdfsServer = request.getfixturevalue("webhdfs")
         root = f"webhdfs://127.0.0.1:{server.server_address[1]}/out"
@@ -118,7 +125,7 @@ def _wait_caught_up(target: Target, topic: str, ends: Mapping[int, int], run: Ex
         time.sleep(0.5)
 
 
-@pytest.mark.parametrize("kind", ["webhdfs", "s3", "s3-aws-env"])
+@pytest.mark.parametrize("kind", ["webhdfs", "hdfs", "s3", "s3-aws-env"])
 def test_exactly_once_across_sigkills_on_a_backend_configured_from_the_environment(
         kind: str, broker, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     target = _target(kind, request)
