@@ -51,7 +51,7 @@ _TIERS = ("unit", "pipeline", "integration", "spark", "storage", "hdfs", "bench"
 #: server (``metastore``, ``hiveserver``) for the other Hive tests. The first fixture of
 #: this list that a test uses names its group.
 _JVM_GROUPS = (("spark", "spark"), ("reader", "swap"), ("hiveserver", "hive"),
-               ("metastore", "hive"), ("real_hdfs", "hdfs"))
+               ("metastore", "hive"))
 
 #: ``tox -e hdfs`` sets this: the tests on a real HDFS run, and fail where it cannot start.
 #: Elsewhere (``tox``) they skip, loudly: the cluster needs Maven to fetch Hadoop's jars,
@@ -116,7 +116,11 @@ def seaweed() -> Iterator[Seaweed]:
 @pytest.fixture(scope="session")
 def real_hdfs() -> Iterator[MiniHdfs]:
     """One real HDFS (a NameNode, two DataNodes, WebHDFS) for the session, started once;
-    runs only under ``tox -e hdfs`` (GARMEXPORT_REQUIRE_HDFS), skips elsewhere."""
+    runs only under ``tox -e hdfs`` (GARMEXPORT_REQUIRE_HDFS), skips elsewhere.
+
+    Not one xdist group: its tests mostly wait (group joins, streams at a set rate), so
+    ``tox -e hdfs`` spreads them over workers, each starting its own cluster (about 12 s
+    and 0.5 GB), rather than running them all one after the other on one worker."""
     if not HDFS_REQUIRED:
         pytest.skip("real HDFS tests run in `tox -e hdfs` (GARMEXPORT_REQUIRE_HDFS unset)")
     try:
