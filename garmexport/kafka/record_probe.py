@@ -4,11 +4,11 @@ the end of each partition, and the first record at or after an offset or a time.
 Correct on both tansu and real Kafka:
 
 - **End of a partition** (:func:`read_ends`): a queried high watermark is exact on Kafka but,
-  on tansu, only the base offset of the last batch + 1, so it is used as a lower bound only.
-  An assigned consumer (no group) reads from one below it to partition EOF: one record on
-  Kafka, the last batch on tansu. The end is the largest of last consumed offset + 1, the
-  EOF position and the watermark that came with the fetch (``cached=True``), which are right
-  on both (and count trailing transaction markers on Kafka).
+  on tansu, only the base offset of the last batch + 1, so it is used as a place to start
+  from only. An assigned consumer (no group) reads from one below it: the end is the
+  watermark that came with its first fetch (:func:`~garmexport.kafka.partition_end.read_to_end`),
+  right on both (and counting trailing transaction markers on Kafka); a partition that
+  records keep arriving at ends there too.
 - **Offset of a time** (:class:`RecordProbe`): ``offsets_for_times`` first; tansu answers 0
   whatever the time, so the answer is only a hint that
   :func:`garmexport.tools.offsets_set.first_offset_at_or_after` checks against the records around
@@ -35,8 +35,9 @@ def _consumer(settings: Mapping[str, object]) -> Consumer:
 
 def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],
               timeout_s: float) -> dict[int, tuple[int, int]]:
-    """(log start, end offset = last offset + 1) per partition (see the module docstring).
-    Raises BrokerError on a broker error or when EOF is not reached within ``timeout_s``."""
+    """(log start, end offset = last offset + 1) per partition, the end as the read began
+    (see the module docstring). Raises BrokerError on a broker error or when a partition's
+    end is not reached within ``timeout_s``."""
     consumer = _consumer(settings)
     try:
         lows, starts = {}, {}
@@ -44,14 +45,8 @@ def read_ends(settings: Mapping[str, object], topic: str, partitions: list[int],
             low, queried = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
             lows[p] = max(low, 0)
             starts[p] = max(lows[p], queried - 1)
-        cached: dict[int, int] = {}
-
-        def at_eof(p: int) -> None:
-            cached[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
-
-        reached = read_to_end(consumer, topic, starts, timeout_s, on_eof=at_eof)
-        return {p: (lows[p], max(reached[p].next_offset, reached[p].eof_offset, cached[p]))
-                for p in partitions}
+        reached = read_to_end(consumer, topic, starts, timeout_s)
+        return {p: (lows[p], reached[p].end) for p in partitions}
     except KafkaException as exc:
         raise BrokerError(f"reading the end of {topic!r}: {exc}") from None
     finally:

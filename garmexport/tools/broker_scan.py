@@ -1,5 +1,6 @@
-"""Reading a whole topic from the broker, to its end, for verify and the offsets tools,
-through :func:`garmexport.kafka.partition_end.read_to_end` (where "the end" is said)."""
+"""Reading a whole topic from the broker, up to its end as the read began, for verify,
+repair and the tests, through :func:`garmexport.kafka.partition_end.read_to_end` (where
+"the end" is said)."""
 
 from __future__ import annotations
 
@@ -45,11 +46,12 @@ def scan(
     chunk: int = 10_000,
     firsts: dict[int, int] | None = None,
 ) -> dict[int, int]:
-    """Feed every record of ``topic`` to ``on_records(partition, records)``; return the
-    end offset (last offset + 1, or 0 when empty) reached in each partition. A partition
-    written to while it is read is read on to its new end. ``firsts`` gets, per
-    partition, the first offset the broker still holds (the first record read from the
-    beginning: what retention left; the end reached when it left nothing)."""
+    """Feed every record of ``topic`` below its end to ``on_records(partition, records)``;
+    return that end per partition: the end as the read began (last offset + 1 then, 0 when
+    empty; :mod:`garmexport.kafka.partition_end`), so a topic that records keep arriving at
+    is read to a point rather than for ever. Records after it are not fed. ``firsts`` gets,
+    per partition, the first offset the broker still holds (the first record read from the
+    beginning: what retention left; the end when it left nothing)."""
     parts = partitions_of(settings, topic)
     consumer = assigned_consumer(settings, "garmexport-scan")
 
@@ -60,10 +62,10 @@ def scan(
 
     try:
         reached = read_to_end(consumer, topic, {p: OFFSET_BEGINNING for p in parts}, timeout_s,
-                              feed, chunk=chunk, poll_s=1.0, follow=True)
+                              feed, chunk=chunk, poll_s=1.0)
     finally:
         consumer.close()
-    ends = {p: r.next_offset for p, r in reached.items()}
+    ends = {p: r.end for p, r in reached.items()}
     if firsts is not None:
         for p, end in ends.items():
             firsts.setdefault(p, end)
