@@ -5,9 +5,11 @@ The caller (:mod:`garmexport.cli.repair`) gathers, in this order:
 1. the committed state of every partition (:func:`garmexport.pipeline.recovery.
    read_partition_state`, the exporters' own resume);
 2. the rows the output holds (:func:`garmexport.tools.verify.read_output`, as ``verify``);
-3. the topic, read to its end: each record no row holds is routed by the exporter's rules
-   (:func:`garmexport.pipeline.router.route`, the configured window) into one
-   :class:`~garmexport.pipeline.router.OriginBatch` per (partition, origin).
+3. the topic, up to its end as that read began (:mod:`garmexport.kafka.partition_end`;
+   records after it came in meanwhile and are the exporters'): each record no row holds is
+   routed by the exporter's rules (:func:`garmexport.pipeline.router.route`, the
+   configured window) into one :class:`~garmexport.pipeline.router.OriginBatch` per
+   (partition, origin).
 
 The plan (:func:`plan`) then sorts every missing record:
 
@@ -34,8 +36,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from garmexport.pipeline.placement import places
 from garmexport.pipeline.router import OriginBatch
-from garmexport.protocol.naming import QUARANTINE_DIR, day_name, quarantine_day
+from garmexport.protocol.naming import day_name
 from garmexport.protocol.resume import PartitionState
 
 
@@ -81,8 +84,8 @@ class Fill:
 @dataclass
 class Plan:
     fills: list[Fill] = field(default_factory=list)
-    #: what the fills add, per place, day and partition (the plan's own words: a record
-    #: whose body fails to decode goes to the quarantine instead, as in the exporter)
+    #: what the fills add, per place, day and partition, where the writer will put each
+    #: record (a body that fails to decode: the quarantine, as in the exporter)
     adds: list[Stretch] = field(default_factory=list)
     in_flight: list[Stretch] = field(default_factory=list)
     lost: list[Run] = field(default_factory=list)
@@ -113,14 +116,12 @@ def select(batch: OriginBatch, keep: np.ndarray) -> OriginBatch:
 
 
 def stretches(partition: int, origin: str, batch: OriginBatch) -> list[Stretch]:
-    """Where the records of ``batch`` go, by the router's word: their origin's dataset on
-    their event day, or the quarantine on their Kafka day (bad records)."""
-    bad = {i for i, *_ in batch.bad}
+    """Where the records of ``batch`` go, by the writer's rule
+    (:func:`garmexport.pipeline.placement.places`): their origin's dataset on their event
+    day, or the quarantine on their Kafka day (a bad head, body or event time)."""
     found: dict[tuple[str, str], list[int]] = {}
-    for i, (offset, day, kafka_ms) in enumerate(zip(batch.offsets.tolist(), batch.days.tolist(),
-                                                    batch.kafka_ts.tolist())):
-        key = ((QUARANTINE_DIR, day_name(quarantine_day(kafka_ms))) if i in bad
-               else (origin, day_name(day)))
+    for offset, (place, day) in zip(batch.offsets.tolist(), places(origin, batch)):
+        key = (place, day_name(day))
         got = found.get(key)
         if got is None:
             found[key] = [offset, offset, 1]

@@ -90,10 +90,7 @@ def decode_batch(
     by_index: dict[int, DecodeFailure] = {}
     bad_headers: list[tuple[int, DecodeFailure]] = []
     if check_first:
-        by_index.update(upb_check.find_bad(event_type.message, bodies, Reason.BAD_BODY))
-        bad_headers = upb_check.find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
-    if bad_headers:  # a bad header hides the body
-        by_index.update(distinct.expand(bad_headers))
+        by_index, bad_headers = _check(event_type, distinct, bodies)
     failures = sorted(by_index.items(), key=lambda item: item[0])
     if failures:
         keep = np.ones(len(bodies), bool)
@@ -126,6 +123,36 @@ def decode_batch(
         pa.array(kafka_offsets),
     ]
     return pa.Table.from_arrays(arrays, schema=schema_for(event_type)), failures
+
+
+def find_failures(
+    event_type: EventType, values: Sequence[bytes]
+) -> list[tuple[int, DecodeFailure]]:
+    """The failures :func:`decode_batch` returns for ``values`` (index, BAD_HEADER or
+    BAD_BODY), found by the same check with no row converted: which records the writer
+    quarantines rather than turns into rows. Same preconditions as :func:`decode_batch`."""
+    frames = frame_arrays.frames_array(values)
+    if frames is None:  # too many bytes for one array: two halves
+        half = len(values) // 2
+        rest = find_failures(event_type, values[half:])
+        return find_failures(event_type, values[:half]) + [(half + i, f) for i, f in rest]
+    if len(frames) == 0:
+        return []
+    _, headers, bodies = frame_arrays.split(frames)
+    by_index, _ = _check(event_type, _Distinct.of(headers), bodies)
+    return sorted(by_index.items(), key=lambda item: item[0])
+
+
+def _check(
+    event_type: EventType, distinct: _Distinct, bodies: pa.BinaryArray
+) -> tuple[dict[int, DecodeFailure], list[tuple[int, DecodeFailure]]]:
+    """upb's verdict on a batch: the failures by record index (a bad header hides the body),
+    and the bad ones among the distinct headers (indexes into ``distinct.values``)."""
+    by_index = dict(upb_check.find_bad(event_type.message, bodies, Reason.BAD_BODY))
+    bad_headers = upb_check.find_bad(HEADER, distinct.values, Reason.BAD_HEADER)
+    if bad_headers:  # a bad header hides the body
+        by_index.update(distinct.expand(bad_headers))
+    return by_index, bad_headers
 
 
 _HEADER_NAMES = [f.name for f in HEADER.DESCRIPTOR.fields]
