@@ -8,6 +8,12 @@ cannot be read (not Parquet, truncated) with pyarrow's reason: the other files a
 checked, and the exit status is 1 as for any finding. A root whose files are all of other
 topics than ``source.topic`` is a configuration error (exit 2) naming them, before the
 topic is read: the check would be of nothing.
+
+On a topic that records keep arriving at, with exporters running: the committed points
+are read first, then the output, then the topic up to its end as that read began (the
+``end`` column, ``end`` in ``--json``); records that arrive after it are not read. Missing
+records above their type's committed point are in flight (an exporter writes them),
+counted and not a finding.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ class Ticker:
 def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.storage.options import from_output
     from garmexport.storage.root_check import open_existing
+    from garmexport.pipeline.recovery import read_partition_state
+    from garmexport.pipeline.router import Window
     from garmexport.tools.broker_scan import partitions_of, scan
     from garmexport.tools.root_read import read_root
     from garmexport.tools.verify import compare, expected_from_records
@@ -69,12 +77,19 @@ def main(args: argparse.Namespace, config: Config) -> int:
     tick = Ticker(args.progress_s)
     # the root first: a mistyped one is the error to report, whatever the broker does
     storage = open_existing(config.output.root, "verify", from_output(config.output))
+    src = config.source
+    states = {}
     if not args.no_broker:  # before the output, which can take minutes to read
         try:
-            partitions_of(config.consumer_settings(), config.source.topic)
+            parts = partitions_of(config.consumer_settings(), src.topic)
         except BrokerError as exc:
             raise BrokerError(f"{exc}; pass --no-broker to check only the output directory "
                               "(duplicates)") from None
+        # the committed points before the output: a record at or below one was published
+        # before the output is read, so one that no row holds is missing; one above it
+        # that no row holds is in flight (an exporter writes it), as repair reads them
+        states = {p: read_partition_state(storage, src.cluster, src.topic, p).state
+                  for p in parts}
 
     disagreeing: list = []
     root = read_root(storage, config.source.topic, config.jvm.cluster, config.output.root,
@@ -85,25 +100,30 @@ def main(args: argparse.Namespace, config: Config) -> int:
     expected: dict[int, dict[int, str]] | None = None
     days: dict[int, dict[int, str]] = {}  # offset -> day of its row, from the broker
     first: dict[int, int] = {}  # per partition, the first offset the broker still holds
+    ends: dict[int, int] | None = None
+    above: dict[int, set[int]] = {}  # offsets above their type's committed point
     if not args.no_broker:
         found: dict[int, dict[int, str]] = {}
         seen = [0]
+        window = Window.of(config.protocol)  # the exporters' own, for where a record goes
 
         def on_records(partition: int, records: list) -> None:
-            found.setdefault(partition, {}).update(
-                expected_from_records(partition, records, days.setdefault(partition, {})))
+            found.setdefault(partition, {}).update(expected_from_records(
+                partition, records, days.setdefault(partition, {}), window=window,
+                held=held, state=states.get(partition),
+                above=above.setdefault(partition, set())))
             seen[0] += len(records)
             tick(lambda s: f"reading topic {config.source.topic!r}: {seen[0]} records, "
                            f"{s:.0f} s")
 
-        scan(config.consumer_settings(), config.source.topic, on_records,
-             timeout_s=args.timeout_s, firsts=first)
+        ends = scan(config.consumer_settings(), config.source.topic, on_records,
+                    timeout_s=args.timeout_s, firsts=first)
         tick(lambda s: f"read {seen[0]} records from topic {config.source.topic!r} "
-                       f"in {s:.1f} s", force=True)
+                       f"in {s:.1f} s, up to its end as the read began", force=True)
         expected = found
     report = compare(held, files, expected, root.jvm, disagreeing=disagreeing,
                      unreadable=root.unreadable, days=days,
-                     first=first if expected is not None else None)
+                     first=first if expected is not None else None, ends=ends, above=above)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -112,8 +132,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
 
 def _print_table(report) -> None:
-    print(f"{'partition':>9} {'rows':>10} {'quarantined':>11} {'broker':>10} "
-          f"{'duplicates':>10} {'missing':>8} {'misplaced':>9} {'unexpected':>10}")
+    print(f"{'partition':>9} {'rows':>10} {'quarantined':>11} {'broker':>10} {'end':>10} "
+          f"{'duplicates':>10} {'missing':>8} {'in flight':>9} {'misplaced':>9} "
+          f"{'unexpected':>10}")
     def n(found: list) -> str:  # "-": a check against the broker not made (--no-broker)
         count = report.broker_count(found)
         return "-" if count is None else str(count)
@@ -121,11 +142,16 @@ def _print_table(report) -> None:
     for p, r in sorted(report.partitions.items()):
         print(f"{p:>9} {r.rows:>10} {r.quarantined:>11} "
               f"{'-' if r.broker_records is None else r.broker_records:>10} "
-              f"{len(r.duplicates):>10} {n(r.missing):>8} {n(r.misplaced):>9} "
-              f"{n(r.unexpected):>10}")
+              f"{'-' if r.end is None else r.end:>10} "
+              f"{len(r.duplicates):>10} {n(r.missing):>8} {n(r.in_flight):>9} "
+              f"{n(r.misplaced):>9} {n(r.unexpected):>10}")
         if r.before_retention:
             print(f"{'':>9} {r.before_retention} rows below the broker's first offset "
                   "(retention): checked for duplicates only")
+        if r.in_flight:
+            print(f"{'':>9} {len(r.in_flight)} records in flight (offsets {r.in_flight[0]}.."
+                  f"{r.in_flight[-1]}, above the committed point of their type): not "
+                  "published yet, the exporters write them")
         for what in ("duplicates", "missing", "misplaced", "unexpected"):
             if getattr(r, what):
                 print(f"{'':>9} {what}: {getattr(r, what)[:10]}"

@@ -11,12 +11,18 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
 - unreadable files: a visible file that is not Parquet (truncated, or another kind of
   file named like one), with pyarrow's reason; the other files are checked all the same;
 - with the broker only: missing records (a record of an exported type, or a bad record,
-  that no row holds) as gaps, each with the files just before and after it in its dataset,
-  misplaced ones (held, but in another type's dataset than its marker says), and
-  unexpected rows (an offset beyond the data read from the broker, or of a type that is
-  not exported). Without it, no gap, missing or misplaced record can be seen: an OK says
-  so (:meth:`Report.verdict`), and those counts are not 0 but "not checked"
-  (:meth:`Report.broker_count`: ``null`` in JSON, ``-`` in the table).
+  that no row holds) as gaps, each with the files just before and after it in its dataset
+  or the quarantine (where the exporter's writer puts it:
+  :mod:`garmexport.pipeline.placement`), misplaced ones (held, but in another type's
+  dataset than its marker says), and unexpected rows (an offset the broker's records
+  below the end do not have, or of a type that is not exported); and records **in
+  flight**: missing records above the committed point (W) of their type in their
+  partition, as the markers said before the output was read. An exporter has those and
+  writes them (``repair`` leaves them too, :mod:`garmexport.tools.repair_gaps`): they are
+  counted, not findings. A partition without a marker has no committed point: every
+  record it misses is missing. Without the broker, no gap, missing or misplaced record
+  can be seen: an OK says so (:meth:`Report.verdict`), and those counts are not 0 but
+  "not checked" (:meth:`Report.broker_count`: ``null`` in JSON, ``-`` in the table).
 
 Which topic a file holds comes from its footer, else its name (an exporter or compacted
 name), else it is taken to be the checked one (a file by hand, the JVM exporter's). When no
@@ -24,9 +30,13 @@ row of the checked topic is read but files of other topics are, ``source.topic``
 the topic the root was written for: :func:`check_topic` says so rather than report an
 empty check as a clean one.
 
-"End of data" on the broker is the partition EOF reached by an assigned consumer, never a
-queried high watermark (wrong on some brokers). Exit status is non-zero when anything is
-wrong. Only the two columns needed are read from each file.
+"The end" of a partition is its end as the topic's read began (the high watermark of its
+first fetch, :mod:`garmexport.kafka.partition_end`): records after it are not read, so a
+topic that records keep arriving at is read to a point. The output is read before the
+topic, so every row it holds is of a record below the end (an exporter read the record
+before it published the row): a row at or past the end is unexpected, as one beyond the
+topic's data always was. Exit status is non-zero when anything is wrong. Only the two
+columns needed are read from each file.
 """
 
 from __future__ import annotations
@@ -40,6 +50,8 @@ import pyarrow as pa
 from garmexport.compaction.names import CompactedName
 from garmexport.errors import ConfigError
 from garmexport.protocol.naming import QUARANTINE_DIR, FileName, day_name, parse_day_dir
+from garmexport.protocol.resume import PartitionState
+from garmexport.pipeline.placement import places
 from garmexport.pipeline.router import Window, route
 from garmexport.storage.base import Storage
 from garmexport.storage.footer import KEY_PREFIX, FileFacts
@@ -57,6 +69,8 @@ LISTED = 100
 #: progress(files read, files in all, rows read) while the output is read
 Progress = Callable[[int, int, int], None]
 _TOPIC_KEY = (KEY_PREFIX + "topic").encode()
+#: a window no event time falls out of: a record's place by its frame alone
+ANY_TIME = Window(past_ms=2**62, future_ms=2**62)
 
 
 @dataclass
@@ -68,6 +82,10 @@ class PartitionReport:
     misplaced: list[int] = field(default_factory=list)
     unexpected: list[int] = field(default_factory=list)
     broker_records: int | None = None
+    #: the partition's end as the topic's read began (None: not read)
+    end: int | None = None
+    #: missing records above their type's committed point: an exporter writes them
+    in_flight: list[int] = field(default_factory=list)
     #: rows below the first offset the broker still holds (retention took their records):
     #: checked for duplicates, not against the topic
     before_retention: int = 0
@@ -105,11 +123,14 @@ class Report:
         if not self.ok:
             return "verify: FAILED"
         old = sum(p.before_retention for p in self.partitions.values())
+        flight = sum(len(p.in_flight) for p in self.partitions.values())
+        tail = (f"; {flight} records above the committed points not published yet (in "
+                "flight: the exporters write them)" if flight else "")
         if self.compared_with_broker and old:
             return (f"verify: OK, every record the broker still holds exactly once; {old} "
-                    "rows older than its retention checked for duplicates only")
+                    f"rows older than its retention checked for duplicates only{tail}")
         if self.compared_with_broker:
-            return "verify: OK, every record exactly once"
+            return f"verify: OK, every record exactly once{tail}"
         return ("verify: OK without the broker: no duplicates, no file that disagrees with "
                 "itself or cannot be read; not checked: missing records (a lost file, the "
                 "end of a partition), misplaced and unexpected rows, as the output was not "
@@ -133,13 +154,15 @@ class Report:
             "partitions": {
                 str(p): {
                     "rows": r.rows, "quarantined": r.quarantined,
-                    "broker_records": r.broker_records,
+                    "broker_records": r.broker_records, "end": r.end,
+                    "in_flight": n(r.in_flight),
                     "before_retention": r.before_retention,
                     "jvm_rows": r.jvm_rows, "heartbeat_rows": r.heartbeats,
                     "duplicates": len(r.duplicates), "missing": n(r.missing),
                     "misplaced": n(r.misplaced), "unexpected": n(r.unexpected),
                     "examples": {k: getattr(r, k)[:10] for k in
-                                 ("duplicates", "missing", "misplaced", "unexpected")
+                                 ("duplicates", "missing", "misplaced", "unexpected",
+                                  "in_flight")
                                  if getattr(r, k)},
                     "duplicate_groups": len(r.duplicate_files),
                     "duplicate_files": [g.to_dict() for g in r.duplicate_files[:LISTED]],
@@ -258,18 +281,36 @@ def _facts(meta: dict[bytes, bytes]) -> FileFacts | None:
 
 
 def expected_from_records(partition: int, records: list,
-                          days: dict[int, str] | None = None) -> dict[int, str]:
-    """offset -> dataset where that record must be held (its type's, or _quarantine);
-    ``days`` gets offset -> the day (``YYYY-MM-DD``) whose directory it would be under."""
-    routed = route(records, {}, Window(past_ms=2**62, future_ms=2**62))
+                          days: dict[int, str] | None = None, *, window: Window = ANY_TIME,
+                          held: Mapping[tuple[int, int], list[str]] | None = None,
+                          state: PartitionState | None = None,
+                          above: set[int] | None = None) -> dict[int, str]:
+    """offset -> where that record must be held: its type's dataset, or ``_quarantine``,
+    as the exporter's writer places it (:func:`garmexport.pipeline.placement.places`, with
+    the event-time ``window`` the exporters run with); ``days`` gets offset -> the day
+    (``YYYY-MM-DD``) whose directory it would be under.
+
+    ``held`` (from :func:`read_output`): a record a row of a dataset holds is placed by
+    the router alone, its frame not checked again: its place only matters to the check
+    for misplaced rows, which a quarantine row passes whatever the place, and the check
+    costs about as much as the routing. ``above`` gets the offsets above their type's
+    committed point in ``state`` (the partition's, from the markers; none without one)."""
+    routed = route(records, {}, window)
     expected: dict[int, str] = {}
+    low_of = state.low_of if state is not None and state.has_marker else None
     for origin, batch in routed.batches.items():
-        bad = {i for i, *_ in batch.bad}
         # the router's columns are int64 arrays: Python ints here, for JSON and day_name
-        for i, (off, day) in enumerate(zip(batch.offsets.tolist(), batch.days.tolist())):
-            expected[off] = QUARANTINE_DIR if i in bad else origin
+        offsets = batch.offsets.tolist()
+        check = None if held is None else [
+            i for i, off in enumerate(offsets)
+            if all(f.startswith(_IN_QUARANTINE) for f in held.get((partition, off), ()))]
+        for off, (place, day) in zip(offsets, places(origin, batch, check)):
+            expected[off] = place
             if days is not None:
                 days[off] = day_name(day)
+        if low_of is not None and above is not None:
+            low = low_of(origin)
+            above.update(off for off in offsets if off > low)
     return expected
 
 
@@ -277,7 +318,8 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
             expected: dict[int, dict[int, str]] | None, jvm: JvmRead | None = None, *,
             disagreeing: Iterable[Disagreement] = (), unreadable: Iterable[Unreadable] = (),
             days: Mapping[int, Mapping[int, str]] | None = None,
-            first: Mapping[int, int] | None = None) -> Report:
+            first: Mapping[int, int] | None = None, ends: Mapping[int, int] | None = None,
+            above: Mapping[int, set[int]] | None = None) -> Report:
     """Build the report; ``held``, ``disagreeing`` and ``unreadable`` from
     :func:`read_output` (and :func:`garmexport.tools.verify_jvm.read_jvm`), ``expected``
     (per partition, offset -> dataset) from Kafka. Duplicates and gaps come with the files
@@ -291,6 +333,10 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
     outside the window): a row in ``_quarantine`` satisfies any expectation. ``first``: per
     partition, the first offset the broker still holds (the first record read, else the
     end reached); a row below it is counted in ``before_retention``, not as unexpected.
+    ``ends``: per partition, the end of the topic's read (the broker's records below it
+    are ``expected``), for the report. ``above``: per partition, offsets above their
+    type's committed point (from :func:`expected_from_records`): a missing one is in
+    flight, not missing.
     """
     report = Report(files=files, unreadable=sorted(unreadable, key=lambda u: u.path),
                     compared_with_broker=expected is not None)
@@ -312,13 +358,18 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
         for p, offsets in expected.items():
             r = report.partitions.setdefault(p, PartitionReport())
             r.broker_records = len(offsets)
+            flying = (above or {}).get(p, set())
             for o, dataset in offsets.items():
                 got = held.get((p, o))
-                if not got:
+                if not got and o in flying:
+                    r.in_flight.append(o)
+                elif not got:
                     r.missing.append(o)
                     missing.setdefault(p, {})[o] = dataset
                 elif dataset_of(got[0]) not in (dataset, QUARANTINE_DIR):
                     r.misplaced.append(o)
+        for p, end in (ends or {}).items():
+            report.partitions.setdefault(p, PartitionReport()).end = end
         for (p, o) in held:
             if o not in expected.get(p, {}):
                 if first is not None and p in first and o < first[p]:
@@ -326,7 +377,7 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
                 else:
                     report.partitions[p].unexpected.append(o)
     for p, r in report.partitions.items():
-        for lst in (r.duplicates, r.missing, r.misplaced, r.unexpected):
+        for lst in (r.duplicates, r.missing, r.misplaced, r.unexpected, r.in_flight):
             lst.sort()
         r.duplicate_files = duplicate_groups(p, r.duplicates, held)
     for p, found in gaps(missing, held, days).items():

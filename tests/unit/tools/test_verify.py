@@ -11,10 +11,13 @@ import pytest
 
 from garmexport.compaction.names import CompactedName
 from garmexport.errors import ConfigError
-from garmexport.protocol.naming import FileName
+from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
+from garmexport.protocol.resume import PartitionState
 from garmexport.storage.footer import FileFacts
 from garmexport.storage.open import open_storage
-from garmexport.tools.verify import check_topic, compare, read_output
+from garmexport.tools.verify import Report, check_topic, compare, expected_from_records, read_output
+from garmexport.wire import frames
+from garmexport.wire.events import HEADER, by_output
 from garmexport.tools.verify_findings import DuplicateGroup, Gap
 
 DAY = "day=2026-11-01"
@@ -266,3 +269,83 @@ def test_rows_older_than_the_brokers_retention_are_not_unexpected(tmp_path):
     assert ok.ok and "120 rows older than its retention" in ok.verdict(), ok.verdict()
     # without the broker's first offsets (the old call), the same rows are unexpected
     assert len(compare(held_once, files, expected).partitions[0].unexpected) == 100
+
+
+class _Rec:
+    """A consumed record as verify reads it (confluent-kafka's Message duck type)."""
+
+    def __init__(self, offset: int, value: bytes, kafka_ms: int) -> None:
+        self._o, self._v, self._ms = offset, value, kafka_ms
+
+    def value(self) -> bytes:
+        return self._v
+
+    def offset(self) -> int:
+        return self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._ms)
+
+    def key(self) -> None:
+        return None
+
+
+def _fs_records(bodies: dict[int, bytes], event_day: str, kafka_day: str) -> list[_Rec]:
+    fs = by_output("fs")
+    header = HEADER(hostname="h").SerializeToString()
+    event_ms, kafka_ms = epoch_day(event_day) * MS_PER_DAY, epoch_day(kafka_day) * MS_PER_DAY
+    return [_Rec(o, frames.encode(fs.marker, event_ms + o, header, b), kafka_ms + o)
+            for o, b in sorted(bodies.items())]
+
+
+def test_a_lost_quarantine_file_of_bad_bodies_is_a_gap_in_the_quarantine_of_its_kafka_day(tmp_path):
+    # a late event (event day 11-01, in Kafka on 11-03) with a good head and a bad body: the
+    # writer quarantines it on its Kafka day, so its loss is a gap there (issue 40)
+    good, broken = by_output("fs").message(uri="u").SerializeToString(), b"\x0a\x7fxxxx"
+    records = _fs_records({0: good, 1: good, 2: broken, 3: broken, 4: good, 5: broken},
+                          "2026-11-01", "2026-11-03")
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 2))
+    write(tmp_path, "fs", "b.parquet", 0, range(4, 5))
+    q = tmp_path / "_quarantine" / "day=2026-11-03" / "q.parquet"  # holds 5; 2..3 lost
+    q.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"kafka_partition": [0], "kafka_offset": [5], "topic": ["topic"]}), q)
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+    days: dict[int, str] = {}
+    expected = expected_from_records(0, records, days, held=held)
+    assert expected == {0: "fs", 1: "fs", 2: "_quarantine", 3: "_quarantine", 4: "fs",
+                        5: "_quarantine"}
+    assert days[2] == days[5] == "2026-11-03" and days[0] == "2026-11-01"
+    report = compare(held, files, {0: expected}, days={0: days})
+    [gap] = report.partitions[0].gaps
+    q_path = "_quarantine/day=2026-11-03/q.parquet"
+    assert gap == Gap("_quarantine", 2, 3, 2, None, q_path, "2026-11-03")
+    assert "the first file of _quarantine/day=2026-11-03" in gap.describe()
+    assert report.partitions[0].missing == [2, 3]
+
+
+def test_missing_records_above_the_committed_point_are_in_flight_not_missing(tmp_path):
+    good = by_output("fs").message(uri="u").SerializeToString()
+    records = _fs_records({o: good for o in range(10)}, "2026-11-01", "2026-11-01")
+    write(tmp_path, "fs", "a.parquet", 0, range(0, 5))
+    held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
+
+    def check(state: PartitionState) -> Report:
+        above: set[int] = set()
+        expected = expected_from_records(0, records, held=held, state=state, above=above)
+        return compare(held, files, {0: expected}, ends={0: 10}, above={0: above})
+
+    # W of fs is 6: 5 and 6 were published before the output was read, and are lost;
+    # 7..9 are an exporter's to write
+    lost = check(PartitionState(0, {"fs": 6}, has_marker=True))
+    r = lost.partitions[0]
+    assert (r.missing, r.in_flight, r.end, lost.ok) == ([5, 6], [7, 8, 9], 10, False)
+    doc = lost.to_dict()["partitions"]["0"]
+    assert (doc["end"], doc["in_flight"], doc["missing"]) == (10, 3, 2)
+    flying = check(PartitionState(0, {"fs": 4}, has_marker=True))
+    assert flying.ok and flying.partitions[0].in_flight == [5, 6, 7, 8, 9]
+    assert flying.verdict() == ("verify: OK, every record exactly once; 5 records above the "
+                                "committed points not published yet (in flight: the "
+                                "exporters write them)")
+    # no marker: nothing is committed, nothing can be told in flight: every one is missing
+    unmarked = check(PartitionState(0)).partitions[0]
+    assert (unmarked.missing, unmarked.in_flight) == ([5, 6, 7, 8, 9], [])
