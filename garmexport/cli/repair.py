@@ -40,7 +40,8 @@ again. It is routed and decoded by the exporter's rules and published into <type
 exporter's exclusive publish: a rerun after a kill, or two repairs at once, never publish
 a record twice. Missing records above W are in flight: the exporters write them, repair
 leaves them. Records the broker no longer holds (retention) are listed as lost for good.
-Reads the whole topic from the broker, like verify.
+Reads the topic from the broker like verify, up to its end as the read began (printed):
+records that arrive after it are not read; they are above W, the exporters' to write.
 
 duplicates: every record held by more than one row keeps one; the other rows are taken
 out of their files through compaction's swap (journal, metastore view and flip, --grace-s,
@@ -141,8 +142,12 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
                     got.extend(batch)
         tick(lambda s: f"reading topic {src.topic!r}: {seen[0]} records, {s:.0f} s")
 
-    scan(config.consumer_settings(), src.topic, on_records, timeout_s=args.timeout_s,
-         firsts=first)
+    ends = scan(config.consumer_settings(), src.topic, on_records, timeout_s=args.timeout_s,
+                firsts=first)
+    print(f"topic {src.topic!r} read up to its end as the read began: "
+          + ", ".join(f"partition {p} at {end}" for p, end in sorted(ends.items()))
+          + "; records after it are not read (they came in meanwhile: the exporters')",
+          flush=True)
     tick(lambda s: f"read {seen[0]} records from topic {src.topic!r}: "
                    f"{sum(len(b.offsets) for b in missing.values())} held by no row", force=True)
     held_by: dict[int, list[int]] = {}
