@@ -6,8 +6,12 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   its ``fileId`` (the inode id, which a rename keeps) goes into the Staged handle as
   ``"<fileId>:<temp path>"``. A failed attempt is retried under a fresh name (the first
   name is deleted on a best-effort basis; ``gc_temp`` removes what stays).
-- publish: MKDIRS of the parent, then RENAME. HDFS rename never replaces an existing
-  file: it answers ``{"boolean": false}``, and then (or when the answer is lost: dropped
+- publish: RENAME; when it answers false, MKDIRS of the parent and RENAME once more.
+  HDFS RENAME makes no parents (a missing one is a false answer, as a taken name is),
+  and the parent exists for every file of a directory but its first, so it is made
+  only then, not before every RENAME: a data file's stage and publish ask the NameNode
+  three times (CREATE, GETFILESTATUS, RENAME), not four. HDFS rename never replaces an existing file: it
+  answers ``{"boolean": false}``, and then (or when the answer is lost: dropped
   connection, 5xx) the outcome is settled from the namespace: the target holds our
   fileId -> done; the target exists otherwise -> PublishConflict; the target is missing
   -> StorageError (retryable, the staged file is kept). Servers that omit ``fileId``
@@ -19,7 +23,8 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   a blip is absorbed here, a longer outage reaches the caller within about a second,
   and the exporter's own back-off (``storage.retry_*``) paces the retries from there.
   In-call retries do not nest: the cleanup of a failed stage is one best-effort
-  DELETE. RENAME is sent once. Every call has a socket timeout (``hdfs_timeout_s``, per
+  DELETE. RENAME is never repeated after a lost answer (only after a false one, its
+  parent made). Every call has a socket timeout (``hdfs_timeout_s``, per
   connect and per read), so a server that stops answering cannot block the writer for
   longer than that.
 - HA: several NameNode URLs go to the ``hdfs`` client, which tries the next one on a
@@ -197,17 +202,23 @@ class WebHdfsStorage(Storage):
     def publish(self, staged: Staged, path: str) -> None:
         file_id, _, rel = staged.handle.partition(":")
         src, dst = self._abs(rel), self._abs(path)
-        self._call(self._client._mkdirs, dst.rpartition("/")[0] or "/")
+        done = self._rename(src, dst)
+        if done is False:  # a taken name, or a missing parent: made now, and sent once more
+            self._call(self._client._mkdirs, dst.rpartition("/")[0] or "/")
+            done = self._rename(src, dst)
+        if not done:
+            self._settle(file_id, staged.size, src, dst, path)
+
+    def _rename(self, src: str, dst: str) -> bool | None:
+        """One RENAME: whether it was done; None when it went unanswered (dropped, 5xx)."""
         try:
             res = self._once(self._client._rename, src, destination=dst)
         except _Transient as exc:
             log.warning("rename %s -> %s unanswered (%s): checking the namespace", src, dst, exc)
-        else:
-            if res.status_code >= 400:
-                raise StorageError(f"RENAME {src} -> {dst}: {_remote_message(res)}")
-            if res.json().get("boolean") is True:
-                return
-        self._settle(file_id, staged.size, src, dst, path)
+            return None
+        if res.status_code >= 400:
+            raise StorageError(f"RENAME {src} -> {dst}: {_remote_message(res)}")
+        return res.json().get("boolean") is True
 
     def _settle(self, file_id: str, size: int, src: str, dst: str, path: str) -> None:
         """Decide a rename that answered false or not at all, from the namespace."""

@@ -311,9 +311,14 @@ def test_a_lost_quarantine_file_of_bad_bodies_is_a_gap_in_the_quarantine_of_its_
     pq.write_table(pa.table({"kafka_partition": [0], "kafka_offset": [5], "topic": ["topic"]}), q)
     held, files = read_output(open_storage(str(tmp_path), "t"), "topic")
     days: dict[int, str] = {}
-    expected = expected_from_records(0, records, days, held=held)
+    expected = expected_from_records(0, records, days)
     assert expected == {0: "fs", 1: "fs", 2: "_quarantine", 3: "_quarantine", 4: "fs",
                         5: "_quarantine"}
+    # the same when only records no dataset row holds have their frames checked (verify's
+    # way): 5, in the quarantine only, is checked too, so its day is its Kafka day
+    checked: dict[int, str] = {}
+    assert expected_from_records(0, records, checked, held=held) == expected
+    assert checked == days
     assert days[2] == days[5] == "2026-11-03" and days[0] == "2026-11-01"
     report = compare(held, files, {0: expected}, days={0: days})
     [gap] = report.partitions[0].gaps
