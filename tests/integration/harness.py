@@ -7,8 +7,8 @@
   waits for log events, kills it (SIGKILL) or stops it (SIGTERM), reads its CPU time;
 - :func:`produce` writes generated records once, before any exporter starts
   (:func:`produce_in_background`: while they run);
-- :func:`topic_ends` reads the topic to partition EOF (the queried high watermark is wrong
-  on tansu) and :func:`committed_upto` reads, from the markers in the output, how far every
+- :func:`topic_ends` reads the topic up to its end as the read began (the watermark of a
+  fetch: the queried high watermark is wrong on tansu) and :func:`committed_upto` reads, from the markers in the output, how far every
   partition is committed: the exporter has caught up when every W reaches the end;
 - :func:`verify` runs ``garmexport verify --json`` and returns its exit code and report.
 """
@@ -211,7 +211,8 @@ def produce_in_background(bootstrap: str, topic: str, count: int,
 
 
 def topic_ends(bootstrap: str, topic: str) -> dict[int, int]:
-    """End offset (last offset + 1) of every partition, read to partition EOF."""
+    """End offset (last offset + 1) of every partition as the read began (call it once the
+    producers are done)."""
     return scan({"bootstrap.servers": bootstrap, "fetch.queue.backoff.ms": 10}, topic,
                 lambda partition, records: None, timeout_s=120)
 
