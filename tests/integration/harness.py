@@ -8,8 +8,9 @@
 - :func:`produce` writes generated records once, before any exporter starts
   (:func:`produce_in_background`: while they run);
 - :func:`topic_ends` reads the topic up to its end as the read began (the watermark of a
-  fetch: the queried high watermark is wrong on tansu) and :func:`committed_upto` reads, from the markers in the output, how far every
-  partition is committed: the exporter has caught up when every W reaches the end;
+  fetch: the queried high watermark is wrong on tansu) and :func:`committed_upto` reads,
+  from the markers in the output, how far every partition is committed: the exporter has
+  caught up when every W reaches the end;
 - :func:`verify` runs ``garmexport verify --json`` and returns its exit code and report.
 """
 
