@@ -258,12 +258,17 @@ def verify(env: Mapping[str, str], timeout_s: float = 300.0) -> tuple[int, dict]
 
 
 def assert_exact(env: Mapping[str, str], ends: Mapping[int, int]) -> dict:
-    """verify must exit 0, see every partition, and find no problem; return its report."""
+    """verify must exit 0, read every partition at least up to ``ends``, and find no
+    problem and no record in flight (the exporters have caught up: every record is in the
+    output); return its report."""
     code, report = verify(env)
     problems = {p: r for p, r in report["partitions"].items()
-                if r["duplicates"] or r["missing"] or r["misplaced"] or r["unexpected"]}
+                if r["duplicates"] or r["missing"] or r["misplaced"] or r["unexpected"]
+                or r["in_flight"]}
     assert code == 0 and report["ok"] and not problems, json.dumps(report, indent=1)[-4000:]
     assert sorted(int(p) for p in report["partitions"]) == sorted(ends), report
+    short = {p: r["end"] for p, r in report["partitions"].items() if r["end"] < ends[int(p)]}
+    assert not short, f"verify read less of the topic than {dict(ends)}: ends {short}"
     return report
 
 
