@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from garmexport.compaction.fs import FileOps, LocalFs
 from garmexport.compaction.lease import Lease
@@ -45,6 +46,10 @@ from garmexport.storage.options import StorageOptions
 log = logging.getLogger(__name__)
 
 NOTHING = Recovered(0, 0)
+
+
+def _no_crash(step: str) -> None:
+    pass
 
 
 def plain_fs(root_uri: str, output_root: str, options: StorageOptions | None = None
@@ -67,17 +72,21 @@ def thrift_locator(ms: Metastore, fs: FileOps, tables: TableNaming) -> Locator:
 
 def finish_swaps(root_uri: str, output_root: str, options: StorageOptions | None,
                  metastore_uri: str, timeout_s: float, tables: TableNaming,
-                 lease_wait_s: float, now_ms: int, grace_s: float = 0.0) -> Recovered:
+                 lease_wait_s: float, now_ms: int, grace_s: float = 0.0,
+                 crash: Callable[[str], None] | None = None) -> Recovered:
     """Roll every journaled swap under the root forward, if it can be done without Spark
     (see the module docstring); what was recovered (nothing when it was left to Spark).
 
     ``metastore_uri`` is empty when Hive is off or the metastore is Spark's embedded one.
-    A swap whose grace has not passed is taken to its flip and swept, and left to the
-    Spark run, which waits it out (:func:`.grace.wait_out`).
+    A swap whose grace has not passed is taken to its view, with the partition on the day
+    directory (:class:`.swap.Hold`), and left to the Spark run, whose wait flips it and
+    sweeps the view (:func:`.grace.wait_out`): flipped here, it would stay on a view that
+    nothing sweeps while Spark starts. ``crash``: the tests' hooks at the swap steps.
     """
     fs = plain_fs(root_uri, output_root, options)
     try:
-        return _finish(fs, metastore_uri, timeout_s, tables, lease_wait_s, now_ms, grace_s)
+        return _finish(fs, metastore_uri, timeout_s, tables, lease_wait_s, now_ms, grace_s,
+                       crash)
     except StorageError as exc:
         log_event(log, "compaction_recovery_left_to_spark", level=logging.WARNING,
                   reason=str(exc))
@@ -89,7 +98,8 @@ def finish_swaps(root_uri: str, output_root: str, options: StorageOptions | None
 
 
 def _finish(fs: FileOps, metastore_uri: str, timeout_s: float, tables: TableNaming,
-            lease_wait_s: float, now_ms: int, grace_s: float) -> Recovered:
+            lease_wait_s: float, now_ms: int, grace_s: float,
+            crash: Callable[[str], None] | None) -> Recovered:
     journals = committed(fs)
     if not journals:
         return NOTHING
@@ -102,7 +112,7 @@ def _finish(fs: FileOps, metastore_uri: str, timeout_s: float, tables: TableNami
     try:
         with Lease(fs).hold(lease_wait_s):
             done = recover_all(fs, thrift_locator(ms, fs, tables) if ms else None, now_ms,
-                               grace_s)
+                               grace_s, crash=crash or _no_crash)
     except MetastoreError as exc:
         log_event(log, "compaction_recovery_left_to_spark", level=logging.WARNING,
                   journals=len(journals), reason=str(exc))

@@ -4,7 +4,9 @@ Why (DESIGN.md 6): a query may have listed the day directory just before the fli
 directory must not change until no such query can still be reading, ``grace_s`` after the
 flip. Meanwhile the exporter may publish late files into the day: each round copies them
 into the view (:func:`.recover.advance` sweeps a swap that is not due), so metastore
-readers get them within a round. A swap that is due is finished in the same call, and its
+readers get them within a round. The first round makes the flips (the commit and the
+recovery leave every swap that is not due on the day directory): a partition is on a view
+only while this loop sweeps it. A swap that is due is finished in the same call, and its
 day's ``_COMPLETE`` written.
 
 Invariants: the root's lease is checked before every round (a run that lost it must not
@@ -18,7 +20,7 @@ import time
 
 from garmexport.compaction import complete
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.recover import advance
+from garmexport.compaction.recover import Waiting, advance
 from garmexport.compaction.run_state import RunContext, Summary
 from garmexport.observe.logs import log_event
 
@@ -27,9 +29,10 @@ log = logging.getLogger(__name__)
 
 def wait_out(fs: FileOps, ctx: RunContext, summary: Summary, lateness_s: float,
              sweep_every_s: float) -> None:
-    """Sweep the view of every swap in ``ctx.waiting`` every ``sweep_every_s`` until its
-    grace has passed, then finish it and mark its day, counting both in ``summary``;
-    progress is logged every minute. Empties ``ctx.waiting``."""
+    """Flip every swap in ``ctx.waiting`` to its view (those not flipped yet), sweep the
+    view every ``sweep_every_s`` until its grace has passed, then finish it and mark its
+    day, counting both in ``summary``; progress is logged every minute. Empties
+    ``ctx.waiting``."""
     waiting = ctx.waiting
     if not waiting:
         return
@@ -41,8 +44,9 @@ def wait_out(fs: FileOps, ctx: RunContext, summary: Summary, lateness_s: float,
         ctx.lease.check()
         for w in list(waiting):
             outcome = advance(fs, w.journal, ctx.crash, ctx.locator, ctx.now_ms,
-                              ctx.grace_s, ctx.clock)
-            if outcome.due_at_ms is not None:
+                              ctx.grace_s, ctx.clock, flip=True)
+            if outcome.due_at_ms is not None:  # flipped: due at the flip plus the grace
+                waiting[waiting.index(w)] = Waiting(w.journal, outcome.due_at_ms)
                 continue
             waiting.remove(w)
             j = w.journal

@@ -10,15 +10,18 @@ Order, and why:
 2. Markers give W and the closed horizon (:mod:`.markers`, :mod:`.closed`); one read
    for the whole run: markers only grow, so a stale read only folds less.
 3. Per output, per closed day: scan, plan (pure), write with Spark into staging, commit the
-   swap (:mod:`.swap`: with a metastore view when Hive is on), then write ``_COMPLETE``
-   when the day is fully compacted and its visible files are the ones it names. A day
-   whose swap waits (below) is neither compacted again nor marked.
+   swap (:mod:`.swap`: with a metastore view when Hive is on, filled here, the partition
+   left on the day directory), then write ``_COMPLETE`` when the day is fully compacted
+   and its visible files are the ones it names. A day whose swap waits (below) is
+   neither compacted again nor marked.
 4. Per output, and for ``_quarantine``: the Hive table gets new columns and the new day
    partitions (tables as :mod:`garmexport.hive.tables` defines them).
-5. Wait out the grace of every swap flipped to its view (``grace_s`` since its flip, so
-   that a query planned on the day directory before the flip still finds its files),
-   sweeping the exporter's new files into the views every ``sweep_every_s``; then finish
-   each swap and write its day's ``_COMPLETE``. With a grace of 0 there is nothing to
+5. Flip every waiting swap to its view, and wait out its grace (``grace_s`` since its
+   flip, so that a query planned on the day directory before the flip still finds its
+   files), sweeping the exporter's new files into the views every ``sweep_every_s``; then
+   finish each swap and write its day's ``_COMPLETE``. The flips are made here, not in
+   steps 1 and 3, so that no view is read through the metastore while nothing sweeps it
+   (the other days' compaction can take hours). With a grace of 0 there is nothing to
    wait for: every swap ended in step 3.
 
 A dry run (``opts.dry_run``) makes steps 2 and 3's plans only: no lease, no recovery, no

@@ -7,9 +7,11 @@ go through ``locate(output, day, path)`` (:func:`garmexport.compaction.hive.loca
 swap with a view cannot be finished without it.
 
 A swap with a view goes past its flip only once ``grace_s`` has passed since the flip's
-recorded wall time (:mod:`.swap`, "wait"); until then :func:`advance` only sweeps the
-day's new files into the view and says when the swap is due (:class:`Outcome`). The job
-waits it out (:mod:`.grace`); a run that finds a waiting swap at its start leaves it
+recorded wall time (:mod:`.swap`, "wait"). The flip itself is made by the job's wait
+(:mod:`.grace`, ``advance(..., flip=True)``), which sweeps the day's new files into the
+view from then on; the commit and the recovery take a swap that is not due only as far as
+its view, with the partition on the day directory, and say when the swap may be due at
+the earliest (:class:`Outcome`). A run that finds such a swap at its start leaves it
 waiting and never compacts its day again before it is over.
 """
 
@@ -25,8 +27,8 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction import retired
 from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, day_dir, journal_path,
                                          parse_journal, parse_work_entry)
-from garmexport.compaction.swap import (Delete, Flipped, Journal, crash_point, fill_view,
-                                        roll_forward)
+from garmexport.compaction.swap import (Delete, Flipped, Hold, Journal, crash_point,
+                                        fill_view, roll_forward)
 from garmexport.compaction.swap_apply import Effects, apply
 from garmexport.errors import ProtocolViolation
 from garmexport.observe.logs import log_event
@@ -55,7 +57,8 @@ class Outcome:
 
     #: the path readers' window of this call in seconds (:func:`.swap_apply.apply`)
     window_s: float
-    #: wall time (ms) from which the swap may finish; None once it is over
+    #: wall time (ms) from which the swap may finish (at the earliest, if it is not flipped
+    #: yet: its grace counts from the flip); None once it is over
     due_at_ms: int | None = None
 
 
@@ -87,7 +90,8 @@ class SwapEffects(Effects):
     def sweep(self) -> None:
         j = self._journal
         jpath = journal_path(j.output, j.day, j.generation)
-        apply(self._fs, fill_view(j, _present(self._fs, j, False), jpath), _no_crash)
+        apply(self._fs, fill_view(j, _present(self._fs, j, False), jpath), _no_crash,
+              view=True)
 
 
 def flipped_at(fs: FileOps, journal: Journal) -> int | None:
@@ -115,31 +119,35 @@ def _present(fs: FileOps, journal: Journal, flipped: bool) -> frozenset[str]:
 
 def advance(fs: FileOps, journal: Journal, crash: Callable[[str], None] = _no_crash,
             locator: Locator | None = None, now_ms: int = 0, grace_s: float = 0.0,
-            clock: Clock = wall_ms) -> Outcome:
+            clock: Clock = wall_ms, flip: bool = False) -> Outcome:
     """Take a committed swap as far as it may go now (idempotent): to its end, or, with a
-    view and less than ``grace_s`` since its flip, to the flip and a sweep of the view."""
+    view and less than ``grace_s`` since its flip, to its view with the partition on the
+    day directory; with ``flip`` (the caller sweeps the view until the swap is due: the
+    grace wait), to the flip and a sweep of the view."""
     flipped = flipped_at(fs, journal) if journal.view else None
     present = _present(fs, journal, flipped is not None)
     due = grace_s <= 0 or (flipped is not None and clock() - flipped >= grace_s * 1000)
     jpath = journal_path(journal.output, journal.day, journal.generation)
-    actions = roll_forward(journal, present, jpath, due)
+    actions = roll_forward(journal, present, jpath, due, flip)
     effects = SwapEffects(fs, journal, locator, now_ms, clock)
-    flip = next((i for i, a in enumerate(actions) if isinstance(a, Flipped)), None)
-    window = apply(fs, actions if flip is None else actions[:flip + 1], crash, effects)
-    if flip is not None:
+    at = next((i for i, a in enumerate(actions) if isinstance(a, Flipped)), None)
+    view = bool(journal.view)
+    window = apply(fs, actions if at is None else actions[:at + 1], crash, effects, view)
+    if at is not None:
         # The flip was made now: sweep into the view, from a new listing, what the exporter
         # published since the one above, before the swap goes on. A file published between
         # the view's fill and the flip was in the day directory when metastore readers
         # left it; without this it reached them only at the next sweep, seconds or a
         # Spark start later (issue 32). The steps of the crash hooks keep their order.
         effects.sweep()
-        window = apply(fs, actions[flip + 1:], crash, effects)
+        window = apply(fs, actions[at + 1:], crash, effects, view)
     if Delete(jpath) in actions:  # over (a swapped day only flips back and cleans up)
         return Outcome(window)
-    # not due: flipped now if it had no record (the actions then recorded it)
-    since = flipped if flipped is not None else effects.flipped_at_ms
-    if since is None:
-        raise ProtocolViolation(f"the flip of {jpath} was neither recorded nor made")
+    # not due: flipped now if it had no record (the actions then recorded it); not flipped
+    # at all, or held back at the day directory: the grace counts from a flip to come
+    since = effects.flipped_at_ms if effects.flipped_at_ms is not None else flipped
+    if since is None or any(isinstance(a, Hold) for a in actions):
+        since = clock()
     return Outcome(window, since + int(grace_s * 1000))
 
 
@@ -184,7 +192,7 @@ class Waiting:
 class Recovered:
     rolled_forward: int
     rolled_back: int
-    #: swaps left flipped to their view until their grace has passed
+    #: swaps taken to their view, for the run's wait to flip and finish
     waiting: tuple[Waiting, ...] = ()
 
 
@@ -218,8 +226,9 @@ def committed(fs: FileOps) -> list[Journal]:
 def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
                 grace_s: float = 0.0, clock: Clock = wall_ms,
                 crash: Callable[[str], None] = _no_crash) -> Recovered:
-    """Finish every committed swap that is due, take every other one to its flip, and
-    undo every uncommitted one under the root.
+    """Finish every committed swap that is due, take every other one to its view (the
+    partition on the day directory: the run's wait flips it), and undo every uncommitted
+    one under the root.
 
     Call it holding the root's lease (:mod:`.lease`): a staging dir without a journal is
     taken for a crashed run's, and deleted. ``crash``: the tests' hooks at the swap steps
@@ -231,7 +240,7 @@ def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
         live: set[int] = set()
         for journal in _journals_in(fs, base):
             outcome = advance(fs, journal, crash, locator, now_ms, grace_s, clock)
-            if outcome.due_at_ms is not None:
+            if outcome.due_at_ms is not None:  # at its view, for the run's wait to finish
                 waiting.append(Waiting(journal, outcome.due_at_ms))
                 live.add(journal.generation)
                 log_event(log, "compaction_swap_waiting", output=output, day=day,

@@ -31,7 +31,15 @@ Steps of one generation G of (output, day)::
               (:func:`.retired.sweep`), so a query that listed it still finds its files
     9 clean   remove the staging dir, the flip record, then the journal
 
-With a grace of 0, steps 5-9 follow step 4 at once, as before the wait existed.
+With a grace of 0, steps 5-9 follow step 4 at once, as before the wait existed. With a
+grace, step 4 belongs to the wait (:func:`.grace.wait_out`, ``flip=True``): the commit and
+the recovery take a swap that is not due as far as its view (step 3) and leave the
+partition on the day directory, which the swap has not changed yet and which the
+exporter's late files reach at once. So the process that points the metastore at a view
+is the one that sweeps the view from then on, every few seconds until the swap ends; a
+partition flipped by the commit or the recovery stayed on its view unswept while that
+process went on with other work (compacting the next days; before Spark, the Spark
+start), and the day's new files were missing from the table for that long.
 
 Without a metastore (``compact --no-hive``) a journal has no view: steps 3, 4, 7 and 8 are
 skipped and step 5 renames staged -> final, as before views existed.
@@ -46,18 +54,21 @@ one):
   from what is present and applies them: done renames and copies are skipped, missing
   sidecars are written, inputs still present are deleted, and both flips are made again
   (setting a location is idempotent). Steps 5-9 only once the grace since the recorded
-  flip has passed (``due``); a flip without a record is made and recorded again, so the
-  grace then counts from the later time, never from an earlier one. An output that is
-  neither staged, in the view nor final is a :class:`ProtocolViolation` and no input is
-  deleted.
+  flip has passed (``due``). A swap that is not due, with its day directory untouched,
+  goes back to step 3: its view is filled, and if a killed run may have flipped it (a
+  flip record, or a complete view: a flip without a record), the partition is pointed at
+  the day directory again and the record deleted (:class:`Hold`), so the wait's flip
+  starts the grace anew, never from an earlier time. An output that is neither staged, in
+  the view nor final is a :class:`ProtocolViolation` and no input is deleted.
 
 What each reader sees, crash or not: a metastore reader sees the day before the swap until
 step 4 and after it from then on (the view, then the day directory once it equals the
 view). A path reader of the day directory sees it change file by file in steps 5-6: some
 rows twice for that window (the run reports it), or until the next run after a crash there.
-Files the exporter publishes into the day during step 3 are swept into the view right
-before the flip and again right after it; later ones reach metastore readers at the next
-sweep, or at step 7.
+Files the exporter publishes into the day before the flip are swept into the view right
+before it and again right after it; later ones reach metastore readers at the next sweep
+(while the run waits), or at step 7 (files published during steps 5-6, which follow the
+last sweep).
 
 The actions are applied by :mod:`.swap_apply`.
 
@@ -188,6 +199,18 @@ class Locate:
 
 
 @dataclass(frozen=True)
+class Hold:
+    """Delete the flip record ``flip_record`` (if there is one), then point the day's
+    partition at the day directory ``path``: a swap that is not due waits for the flip of
+    the run's wait, which sweeps the view from then on; a killed run may have left the
+    partition on the view, where no process sweeps it until then. A crash between the two
+    leaves a complete view and no record, which holds again."""
+
+    path: str
+    flip_record: str
+
+
+@dataclass(frozen=True)
 class Flipped:
     """Record at ``path`` the wall time at which the metastore moved to the view."""
 
@@ -201,7 +224,7 @@ class Retire:
     view: str
 
 
-Action = WriteFile | Rename | Copy | Delete | DeleteTree | Locate | Flipped | Retire
+Action = WriteFile | Rename | Copy | Delete | DeleteTree | Locate | Hold | Flipped | Retire
 
 
 def _missing_output(m: Move, journal_path: str) -> ProtocolViolation:
@@ -210,19 +233,22 @@ def _missing_output(m: Move, journal_path: str) -> ProtocolViolation:
 
 
 def roll_forward(journal: Journal, present: frozenset[str], journal_path: str,
-                 due: bool = True) -> list[Action]:
+                 due: bool = True, flip: bool = False) -> list[Action]:
     """The actions that take a committed swap as far as it may go now, given the set of
     paths that exist.
 
     ``present`` holds the files of the day directory, the staging dir and the view, and
     the journal's flip record if it exists. ``due``: the grace since the flip has passed
-    (or is 0), so the day directory may change (steps 5-9); else a swap with a view goes
-    no further than the flip, and a flipped one only sweeps. Pure. Raises
+    (or is 0), so the day directory may change (steps 5-9). A swap with a view that is not
+    due goes no further than the flip with ``flip`` (the caller sweeps the view from now
+    until the swap is due: the grace wait), and a flipped one only sweeps; without
+    ``flip`` it goes no further than its view, with the partition on the untouched day
+    directory (:class:`Hold` when a killed run may have flipped it). Pure. Raises
     ProtocolViolation if an output is neither staged nor final (nor in the view): its rows
     would be lost by deleting the inputs.
     """
     if journal.view:
-        return _roll_forward_view(journal, present, journal_path, due)
+        return _roll_forward_view(journal, present, journal_path, due, flip)
     actions: list[Action] = []
     for m in journal.moves:
         if m.sidecar not in present:
@@ -268,12 +294,20 @@ def fill_view(journal: Journal, present: frozenset[str], journal_path: str
 
 
 def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: str,
-                       due: bool) -> list[Action]:
+                       due: bool, flip: bool) -> list[Action]:
     actions: list[Action] = []
     swapped = (all(m.final in present for m in journal.moves)
                and not any(p in present for p in journal.deletes))
     if not swapped:  # steps 3-6; once the day dir is swapped, the view is complete too
         actions.extend(fill_view(journal, present, journal_path))
+        untouched = (not any(m.final in present for m in journal.moves)
+                     and all(p in present for p in journal.deletes))
+        if not due and not flip and untouched:
+            # a flip is only ever made after the view was complete: else it never happened
+            if journal.flip_record in present or all(journal.in_view(m) in present
+                                                     for m in journal.moves):
+                actions.append(Hold(journal.day_dir, journal.flip_record))
+            return actions
         if journal.flip_record not in present:
             actions.append(Locate(journal.view))
             actions.append(Flipped(journal.flip_record))

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from garmexport.compaction.swap import (Action, Copy, Delete, DeleteTree, Flipped, Locate,
-                                        Rename, Retire, WriteFile, crash_point)
+from garmexport.compaction.swap import (Action, Copy, Delete, DeleteTree, Flipped, Hold,
+                                        Locate, Rename, Retire, WriteFile, crash_point)
 from garmexport.errors import ProtocolViolation
 
 
@@ -38,9 +38,12 @@ class Effects:
 
 
 def apply(fs: object, actions: Iterable[Action],
-          crash: Callable[[str], None] = crash_point, effects: Effects | None = None) -> float:
+          crash: Callable[[str], None] = crash_point, effects: Effects | None = None,
+          view: bool = False) -> float:
     """Apply ``actions`` in order with the FileOps ``fs``, calling the crash hooks.
 
+    ``view``: the actions are a swap's with a metastore view, whose renames go into the
+    view (taken for granted when they flip the partition); a plain swap's renames publish.
     Each crash point is called once, at its place in :data:`STEPS` order. Returns the
     seconds from the first output published into the day directory to the last input
     deleted from it: the window in which a path reader can see rows twice (0 when this
@@ -48,7 +51,7 @@ def apply(fs: object, actions: Iterable[Action],
     """
     effects = effects or Effects()
     actions = list(actions)
-    viewed = any(isinstance(a, Locate) for a in actions)  # else: renames publish
+    viewed = view or any(isinstance(a, Locate) for a in actions)  # else: renames publish
     said: set[str] = set()
     window: list[float] = []  # [opened, closed]
 
@@ -88,6 +91,11 @@ def apply(fs: object, actions: Iterable[Action],
                 effects.sweep()
             effects.locate(a.path)
             once("after-unflip" if a.back else "after-flip")
+        elif isinstance(a, Hold):  # no crash point: a step back to step 3, not one of STEPS
+            # the record first: one left beside a partition on the day directory would let
+            # the next run count the grace from a flip readers have since left
+            fs.delete(a.flip_record)  # type: ignore[attr-defined]
+            effects.locate(a.path)
         elif isinstance(a, Flipped):
             effects.flipped(a.path)
         elif isinstance(a, Retire):

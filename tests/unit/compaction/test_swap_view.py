@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from garmexport.compaction import retired
 from garmexport.compaction.names import COMPLETE, RETIRED_DIR, journal_path, staging_path, view_path
-from garmexport.compaction.recover import advance, commit, commit_swap, finish, recover_all
+from garmexport.compaction.recover import (Outcome, advance, commit, commit_swap, finish,
+                                           recover_all)
 from garmexport.compaction.swap import (Copy, Delete, DeleteTree, Flipped, Journal, Locate, Move,
                                         Rename, Retire, WriteFile, roll_forward)
 from garmexport.errors import ProtocolViolation
@@ -317,6 +318,15 @@ def make_grace(n_out: int, n_in: int, late_at: int | None = None) -> tuple[Journ
     return journal, GraceWorld(world.fs.files, world.expected, late_at)
 
 
+def wait_round(world: GraceWorld, journal: Journal, crash: Callable[[str], None] = lambda s: None,
+               grace_s: float = GRACE_MS / 1000, locate: Callable[[str, str, str], None] | None = None
+               ) -> Outcome:
+    """One round of the run's grace wait (:func:`garmexport.compaction.grace.wait_out`):
+    the flip if the swap has none, a sweep, or the swap's end once it is due."""
+    return advance(world.fs, journal, crash, locate or world.locate, 1000, grace_s,
+                   world.clock, flip=True)
+
+
 @given(n_out=st.integers(1, 3), n_in=st.integers(1, 5),
        crashes=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 2 * GRACE_MS)),
                         max_size=3),
@@ -328,11 +338,13 @@ def test_no_file_a_metastore_query_listed_is_deleted_before_the_grace_crash_or_n
     world.check()
     grace_s = GRACE_MS / 1000
 
-    def first() -> None:
+    def first() -> None:  # a run: the commit, then its wait's first round (the flip)
         commit(world.fs, journal, lambda s: None, world.locate, 1000, grace_s, world.clock)
+        wait_round(world, journal)
 
-    def retry() -> None:
-        recover_all(world.fs, world.locate, 2000, grace_s, world.clock)
+    def retry() -> None:  # a later run: the recovery, then its wait's round
+        if recover_all(world.fs, world.locate, 2000, grace_s, world.clock).waiting:
+            wait_round(world, journal)
 
     def later(by: int) -> Callable[[], None]:
         def step() -> None:
@@ -356,27 +368,60 @@ def test_a_swap_waits_at_its_view_with_the_day_directory_untouched_then_finishes
     before = {p: v for p, v in world.fs.files.items() if p.startswith(DAY + "/")
               and not p.endswith(COMPLETE)}
     outcome = commit(world.fs, journal, lambda s: None, world.locate, 1000, 60.0, world.clock)
-    assert outcome.due_at_ms == 5_000 + 60_000
+    assert outcome.due_at_ms == 5_000 + 60_000  # at the earliest: the flip is to come
+    assert world.location == DAY and journal.flip_record not in world.fs.files
+    assert all(journal.in_view(m) in world.fs.files for m in journal.moves)  # the view
+
+    world.now = 10_000  # the run's wait flips the day to its view
+    assert wait_round(world, journal).due_at_ms == 10_000 + 60_000
     assert world.location == VIEW
     assert {p: v for p, v in world.fs.files.items() if p.startswith(DAY + "/")
             and not p.startswith(VIEW)} == before  # path readers: the day before
-    assert json.loads(world.fs.files[journal.flip_record]) == {"flipped_at_ms": 5_000}
+    assert json.loads(world.fs.files[journal.flip_record]) == {"flipped_at_ms": 10_000}
 
-    world.now = 30_000  # the exporter publishes a late file: the sweep copies it
+    world.now = 30_000  # the exporter publishes a late file: the wait's sweep copies it
     world.fs.files[LATE] = b"late1,late2"
-    waiting = recover_all(world.fs, world.locate, 2000, 60.0, world.clock)
-    assert waiting.rolled_forward == 0 and [w.due_at_ms for w in waiting.waiting] == [65_000]
+    assert wait_round(world, journal).due_at_ms == 70_000
     assert f"{VIEW}/{LATE.rpartition('/')[2]}" in world.fs.files
     assert world.location == VIEW and all(p in world.fs.files for p in journal.deletes)
-    assert journal.staging + "/" not in world.fs.files  # staging dir kept: no roll-back
-    assert recover_all(world.fs, world.locate, 2000, 60.0, world.clock).rolled_back == 0
 
-    world.now = 65_000
-    done = recover_all(world.fs, world.locate, 3000, 60.0, world.clock)
-    assert done.rolled_forward == 1 and done.waiting == ()
+    world.now = 70_000
+    assert wait_round(world, journal).due_at_ms is None
     assert world.location == DAY and not any(p in world.fs.files for p in journal.deletes)
     assert journal.flip_record not in world.fs.files
+    assert journal_path(OUT, DAYNAME, 3) not in world.fs.files
     assert sorted(r for r in world.seen() if r.startswith("late")) == ["late1", "late2"]
+
+
+def test_a_relaunch_puts_a_swap_killed_in_its_grace_back_on_the_day_directory_until_its_wait(
+        ) -> None:
+    """A run killed while it waited out the grace left the partition on the view. The
+    relaunch recovers before Spark starts, then starts Spark and compacts the other days
+    before it waits: a minute or more in which nothing would sweep the view, and late
+    files published into the day would be missing from the table (issue 40: 20.7 s). So
+    the recovery points the partition back at the day directory, still the day before the
+    swap, and the relaunch's wait flips again, its grace counted from then."""
+    journal, world = make_grace(1, 2)
+    world.now = 5_000
+    commit(world.fs, journal, lambda s: None, world.locate, 1000, 60.0, world.clock)
+    wait_round(world, journal)
+    assert world.location == VIEW
+    world.now = 30_000  # killed; relaunched
+    recovered = recover_all(world.fs, world.locate, 2000, 60.0, world.clock)
+    assert recovered.rolled_forward == 0 and recovered.rolled_back == 0
+    assert [w.due_at_ms for w in recovered.waiting] == [30_000 + 60_000]
+    assert world.location == DAY and journal.flip_record not in world.fs.files
+    assert all(journal.in_view(m) in world.fs.files for m in journal.moves)  # staging kept
+    assert all(p in world.fs.files for p in journal.deletes)
+
+    world.now = 40_000  # the relaunch is ready to sweep: its wait flips
+    world.fs.files[LATE] = b"late1,late2"
+    assert wait_round(world, journal).due_at_ms == 40_000 + 60_000
+    assert world.location == VIEW and f"{VIEW}/{LATE.rpartition('/')[2]}" in world.fs.files
+    world.now = 99_999
+    assert wait_round(world, journal).due_at_ms == 100_000  # never sooner than the grace
+    world.now = 100_000
+    assert wait_round(world, journal).due_at_ms is None and world.location == DAY
 
 
 @pytest.mark.parametrize("grace_s", [60.0, 0.0])
@@ -397,7 +442,9 @@ def test_a_file_published_between_the_view_s_fill_and_the_flip_is_in_the_view_at
         world.locate(output, day, path)
 
     commit(world.fs, journal, lambda s: None, locate, 1000, grace_s, lambda: 5_000)
-    if grace_s:
+    if grace_s:  # the flip is the wait's
+        assert world.location == DAY
+        wait_round(world, journal, locate=locate)  # type: ignore[arg-type]
         assert world.location == VIEW
         assert f"{VIEW}/{LATE.rpartition('/')[2]}" in world.fs.files
     else:  # no grace: the swap went on to its end, the view swept before it did
@@ -409,10 +456,10 @@ def test_a_file_published_between_the_view_s_fill_and_the_flip_is_in_the_view_at
 def test_a_file_published_after_the_view_is_filled_is_in_it_when_the_flip_is_made(
         recovering: bool) -> None:
     """The exporter publishes a late file after the view was filled and before the flip
-    (the ``after-view`` step; in a run, or in the recovery of a run killed at its commit
-    point): readers through the metastore see it in the day directory until the flip, so
-    the view holds it by the time the flip is made (issue 32: no row they saw goes
-    missing)."""
+    (the ``after-view`` step; in a run, or in the run that recovers one killed at its
+    commit point): readers through the metastore see it in the day directory until the
+    flip, so the view holds it by the time the flip is made (issue 32: no row they saw
+    goes missing)."""
     journal, world = make_grace(1, 2)
     name = LATE.rpartition("/")[2]
     at_flip: list[bool] = []
@@ -434,10 +481,12 @@ def test_a_file_published_after_the_view_is_filled_is_in_it_when_the_flip_is_mad
         assert recover_all(world.fs, locate, 1000, 60.0, lambda: 5_000, crash).waiting
     else:
         commit(world.fs, journal, crash, locate, 1000, 60.0, lambda: 5_000)
+    assert world.location == DAY and at_flip == []  # the recovery or commit: no flip
+    wait_round(world, journal, crash, locate=locate)  # type: ignore[arg-type]
     assert at_flip == [True] and world.location == VIEW
 
 
-def test_a_flip_made_but_not_recorded_is_recorded_again_and_the_grace_counts_from_then(
+def test_a_flip_made_but_not_recorded_is_taken_back_and_the_grace_counts_from_the_next(
         ) -> None:
     journal, world = make_grace(1, 1)
     world.now = 1_000
@@ -446,12 +495,16 @@ def test_a_flip_made_but_not_recorded_is_recorded_again_and_the_grace_counts_fro
         if step == "after-flip":
             raise Crash
 
+    commit(world.fs, journal, crash, world.locate, 1000, 60.0, world.clock)
     with pytest.raises(Crash):
-        commit(world.fs, journal, crash, world.locate, 1000, 60.0, world.clock)
+        wait_round(world, journal, crash)
     assert world.location == VIEW and journal.flip_record not in world.fs.files
     world.now = 50_000
     [w] = recover_all(world.fs, world.locate, 2000, 60.0, world.clock).waiting
+    assert world.location == DAY  # back where a query of the day finds every row
     assert w.due_at_ms == 110_000  # later than the real flip: never sooner
+    world.now = 60_000
+    assert wait_round(world, journal).due_at_ms == 120_000 and world.location == VIEW
 
 
 def test_the_wait_crash_point_and_the_window_of_a_swap_that_waited() -> None:
@@ -459,9 +512,12 @@ def test_the_wait_crash_point_and_the_window_of_a_swap_that_waited() -> None:
     steps: list[str] = []
     world.now = 0
     commit(world.fs, journal, steps.append, world.locate, 1000, 60.0, world.clock)
-    assert steps == ["before-journal", "after-journal", "mid-view", "after-view", "after-flip"]
+    assert steps == ["before-journal", "after-journal", "mid-view"]
+    wait_round(world, journal, steps.append)
+    assert steps[3:] == ["after-view", "after-flip"]
     world.now = 60_000
-    outcome = advance(world.fs, journal, steps.append, world.locate, 1000, 60.0, world.clock)
+    outcome = wait_round(world, journal, steps.append)
     assert outcome.due_at_ms is None and outcome.window_s > 0
     assert steps[5:] == ["mid-publish", "after-publish", "mid-delete", "after-delete",
                          "after-unflip"]
+
