@@ -12,7 +12,11 @@ so a test can time a kill, then the run's summary line.
 session for many runs, each asked for by a file ``REQUESTS/<n>.json`` (``{"root", "now_ms",
 "target", "database", "grace_s"}``, and ``"pause": true`` to stop at every swap step:
 :data:`~garmexport.compaction.swap.PAUSE_ENV`; ``{"stop": true}`` ends the loop), printing into
-``<n>.out`` what a single run prints and leaving its exit status in ``<n>.code``. It is the
+``<n>.out`` what a single run prints and leaving its exit status in ``<n>.code``; with
+``"before_spark": true`` the run is ``compact``'s: the swaps are first recovered without
+Spark (:func:`~garmexport.compaction.before_spark.finish_swaps`), then the step
+``spark-start`` stands for Spark's start-up (the session is up already), then the run,
+whose summary counts what the first part recovered. It is the
 retry of a killed run in ``tests/spark/test_swap_readers.py``: what the retry must repair
 is on disk and in the metastore, not in the killed process, and a Spark JVM start is the
 largest cost of that test (a fresh session per retry took 12 of its starts).
@@ -28,8 +32,11 @@ import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
+from garmexport.cli.compact import counted
+from garmexport.compaction.before_spark import finish_swaps
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.job import CompactOptions, run
+from garmexport.compaction.recover import Recovered
 from garmexport.compaction.spark_job import build_session
 from garmexport.compaction.swap import PAUSE_ENV, crash_point
 from garmexport.hive.tables import TableNaming
@@ -49,8 +56,9 @@ def session(workdir: str, metastore_uri: str) -> Any:
 
 
 def compact_once(spark: Any, out: TextIO, root: str, now_ms: int, target: int,
-                 hive: bool, database: str, grace_s: float) -> None:
-    """One run over ``root``, printing ``starting``, each swap step and the summary."""
+                 hive: bool, database: str, grace_s: float, metastore_uri: str = "") -> None:
+    """One run over ``root``, printing ``starting``, each swap step and the summary; with
+    ``metastore_uri``, first the recovery ``compact`` makes before it starts Spark."""
     fs = LocalFs(root)
     opts = CompactOptions(root_uri=fs.uri, lateness_s=3600.0, target_file_bytes=target,
                           sort_columns=("kafka_partition", "kafka_offset"), codec="zstd",
@@ -61,8 +69,13 @@ def compact_once(spark: Any, out: TextIO, root: str, now_ms: int, target: int,
         print(step, file=out, flush=True)
         crash_point(step)
 
+    early = Recovered(0, 0)
+    if metastore_uri:
+        early = finish_swaps(fs.uri, root, None, metastore_uri, 30.0, opts.tables,
+                             opts.lease_wait_s, now_ms, grace_s, crash)
+        crash("spark-start")
     print("starting", file=out, flush=True)
-    summary = run(spark, fs, opts, now_ms, crash)
+    summary = counted(run(spark, fs, opts, now_ms, crash), early)
     print(summary.line(), file=out, flush=True)
 
 
@@ -91,7 +104,8 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
         with open(Path(requests, f"{n}.out"), "w") as out:
             try:
                 compact_once(spark, out, doc["root"], int(doc["now_ms"]), int(doc["target"]),
-                             True, doc["database"], float(doc["grace_s"]))
+                             True, doc["database"], float(doc["grace_s"]),
+                             metastore_uri if doc.get("before_spark") else "")
             except Exception:  # noqa: BLE001 - the test reads the traceback from the output
                 print(traceback.format_exc(), file=out, flush=True)
                 code = 1
