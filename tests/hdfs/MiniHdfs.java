@@ -23,7 +23,10 @@
 //                                  the protocol it came by (a REST request, or an RPC such
 //                                  as a DataNode's create on behalf of a WebHDFS write);
 //                                  metrics: NameNodeActivity's counters (of the NameNode
-//                                  started last, in an HA cluster)
+//                                  started last, in an HA cluster); http: every WebHDFS
+//                                  request the NameNodes' HTTP servers answered, by method
+//                                  and op ({"PUT RENAME": N, ...}), the audit's unlogged
+//                                  ones too (a CREATE's redirect, a RENAME answered false)
 //   stop                           shut everything down and exit
 //
 // Closing standard input also shuts the cluster down, so a test process that dies leaves no
@@ -57,6 +60,8 @@ import org.apache.hadoop.hdfs.MiniDFSNNTopology;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants;
 import org.apache.hadoop.hdfs.server.namenode.AuditLogger;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
+import org.apache.hadoop.http.FilterContainer;
+import org.apache.hadoop.http.FilterInitializer;
 import org.apache.hadoop.ipc.Server;
 import org.apache.hadoop.metrics2.lib.MutableCounterLong;
 
@@ -98,6 +103,10 @@ public class MiniHdfs {
         // count of the same events by protocol and command
         conf.set("dfs.namenode.audit.loggers",
                  conf.get("dfs.namenode.audit.loggers", "default") + "," + OpCounter.class.getName());
+        // and of the WebHDFS requests, by a filter on the HTTP servers beside the configured ones
+        String filters = conf.get("hadoop.http.filter.initializers", "");
+        conf.set("hadoop.http.filter.initializers",
+                 (filters.isEmpty() ? "" : filters + ",") + RequestCounter.class.getName());
         MiniDFSCluster.Builder builder = new MiniDFSCluster.Builder(conf, new File(dir))
             .numDataNodes(datanodes);
         if (ha) builder.nnTopology(MiniDFSNNTopology.simpleHATopology());
@@ -206,7 +215,8 @@ public class MiniHdfs {
             }
             case "nn-ops": {
                 return "{\"ok\": true, \"audit\": " + OpCounter.json()
-                    + ", \"metrics\": " + activity() + "}";
+                    + ", \"metrics\": " + activity() + ", \"http\": "
+                    + counts(RequestCounter.COUNTS) + "}";
             }
             case "stop":
                 return "{\"ok\": true}";
@@ -245,14 +255,58 @@ public class MiniHdfs {
         static String json() {
             List<String> protos = new ArrayList<>();
             for (Map.Entry<String, Map<String, LongAdder>> p : new TreeMap<>(COUNTS).entrySet()) {
-                List<String> cmds = new ArrayList<>();
-                for (Map.Entry<String, LongAdder> c : new TreeMap<>(p.getValue()).entrySet()) {
-                    cmds.add(quote(c.getKey()) + ": " + c.getValue().sum());
-                }
-                protos.add(quote(p.getKey()) + ": {" + String.join(", ", cmds) + "}");
+                protos.add(quote(p.getKey()) + ": " + counts(p.getValue()));
             }
             return "{" + String.join(", ", protos) + "}";
         }
+    }
+
+    private static String counts(Map<String, LongAdder> counts) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<String, LongAdder> c : new TreeMap<>(counts).entrySet()) {
+            out.add(quote(c.getKey()) + ": " + c.getValue().sum());
+        }
+        return "{" + String.join(", ", out) + "}";
+    }
+
+    /** Adds {@link RequestFilter} to every HTTP server of the cluster (the NameNodes' serve
+     *  WebHDFS through it; a DataNode's WebHDFS is served by Netty, in front of it). */
+    public static class RequestCounter extends FilterInitializer {
+        static final Map<String, LongAdder> COUNTS = new ConcurrentHashMap<>();
+
+        @Override
+        public void initFilter(FilterContainer container, Configuration conf) {
+            container.addFilter("garmexport-request-counter", RequestFilter.class.getName(),
+                                new HashMap<>());
+        }
+    }
+
+    /** Counts each /webhdfs/ request by method and op, read from the query string (a
+     *  parameter lookup could read a request's body). */
+    public static class RequestFilter implements org.apache.hadoop.shaded.javax.servlet.Filter {
+        @Override
+        public void init(org.apache.hadoop.shaded.javax.servlet.FilterConfig config) {}
+
+        @Override
+        public void doFilter(org.apache.hadoop.shaded.javax.servlet.ServletRequest req,
+                             org.apache.hadoop.shaded.javax.servlet.ServletResponse res,
+                             org.apache.hadoop.shaded.javax.servlet.FilterChain chain)
+                throws java.io.IOException, org.apache.hadoop.shaded.javax.servlet.ServletException {
+            org.apache.hadoop.shaded.javax.servlet.http.HttpServletRequest http =
+                (org.apache.hadoop.shaded.javax.servlet.http.HttpServletRequest) req;
+            if (http.getRequestURI().startsWith("/webhdfs/")) {
+                String op = "?";
+                for (String kv : String.valueOf(http.getQueryString()).split("&")) {
+                    if (kv.regionMatches(true, 0, "op=", 0, 3)) op = kv.substring(3).toUpperCase();
+                }
+                RequestCounter.COUNTS.computeIfAbsent(http.getMethod() + " " + op,
+                                                      k -> new LongAdder()).increment();
+            }
+            chain.doFilter(req, res);
+        }
+
+        @Override
+        public void destroy() {}
     }
 
     /** NameNodeActivity's counters, read from the metrics object itself (JMX caches them). */
