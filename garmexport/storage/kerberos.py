@@ -11,10 +11,11 @@ Two ways to hold a ticket (``[output]`` keys ``hdfs_kerberos_*``):
   it with ``kinit -R``, which works for renewable tickets; a failed renewal is logged and
   the ticket is used until it ends.
 
-When to renew is :mod:`.ticket_renewal`. Each request authenticates with SPNEGO through
-requests-gssapi, from credentials read out of that cache explicitly: the process's
-``KRB5CCNAME`` is never changed. A request made when no usable ticket can be had raises
-StorageError, which the exporter's back-off retries.
+When to renew is :mod:`.ticket_renewal`. A request the NameNode asks to authenticate
+negotiates SPNEGO through requests-gssapi, from credentials read out of that cache
+explicitly (the process's ``KRB5CCNAME`` is never changed); the NameNode's ``hadoop.auth``
+cookie then lets the next requests in without one (:class:`SpnegoAuth`). A request made
+when no usable ticket can be had raises StorageError, which the exporter's back-off retries.
 """
 
 from __future__ import annotations
@@ -113,7 +114,20 @@ class TicketKeeper:
 
 class SpnegoAuth(requests.auth.AuthBase):
     """requests auth: SPNEGO with the keeper's current ticket (fresh credentials after each
-    renewal). Mutual authentication is optional, as WebHDFS answers do not always carry it."""
+    renewal), sent when the NameNode asks for it (a 401 with ``Negotiate``).
+
+    After one negotiation a NameNode answers with its signed ``hadoop.auth`` cookie, which
+    the session keeps and sends back: it authenticates the calls that follow, without
+    another 401 round trip or GSSAPI work on either side, until it expires
+    (``hadoop.http.authentication.token.validity``, 10 h by default) and the NameNode asks
+    again. DataNodes need no SPNEGO: the NameNode's redirect to them carries a delegation
+    token.
+
+    No mutual authentication: a cookie-authenticated answer has no token to check, and
+    requests-gssapi keeps one security context per host, which two threads negotiating at
+    once would step with each other's answers. A 401 left after the negotiation raises
+    StorageError, with GSSAPI's reason when the token could not even be made (an unknown
+    service principal, no ticket): never retried within the backend."""
 
     def __init__(self, keeper: TicketKeeper) -> None:
         self.keeper = keeper
@@ -123,12 +137,47 @@ class SpnegoAuth(requests.auth.AuthBase):
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         generation = self.keeper.ensure()
         if generation != self._generation:
-            from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
-
-            self._auth = HTTPSPNEGOAuth(creds=self.keeper.credentials(),
-                                        mutual_authentication=OPTIONAL)
+            self._auth = _negotiator(self.keeper.credentials())
             self._generation = generation
-        return self._auth(request)
+        auth = self._auth
+        request = auth(request)
+        request.register_hook("response", lambda res, **_: _refused(res, auth))
+        return request
+
+
+def _negotiator(creds: Any) -> Any:
+    """requests-gssapi's auth, remembering (per thread) why its last token failed."""
+    from requests_gssapi import DISABLED, HTTPSPNEGOAuth
+    from requests_gssapi.exceptions import SPNEGOExchangeError
+
+    class Negotiator(HTTPSPNEGOAuth):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(creds=creds, mutual_authentication=DISABLED)
+            self.last = threading.local()
+
+        def generate_request_header(self, response: Any, host: str,
+                                    is_preemptive: bool = False) -> str:
+            self.last.failure = None
+            try:
+                return super().generate_request_header(response, host, is_preemptive)
+            except SPNEGOExchangeError as exc:
+                self.last.failure = str(exc)
+                raise
+
+    return Negotiator()
+
+
+def _refused(res: requests.Response, auth: Any) -> requests.Response:
+    """The final answer of a call: StorageError if it is still a 401."""
+    if res.status_code != 401:
+        return res
+    failure = getattr(auth.last, "failure", None)
+    why = (f"no SPNEGO token could be made: {failure}" if failure
+           else "the server refused the SPNEGO token" if res.history
+           else "the server asked for no Negotiate authentication")
+    where = res.url.partition("?")[0]
+    raise StorageError(f"{res.request.method} {where}: HTTP 401, Kerberos authentication "
+                       f"failed ({why})")
 
 
 def _gss_error() -> type[BaseException]:
