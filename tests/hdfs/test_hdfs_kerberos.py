@@ -10,7 +10,7 @@ access tokens on. What it takes, found here for Hadoop 3.5.0:
   ("Security enabled but user not authenticated by filter");
 - DataNodes on unprivileged ports need either SASL on data transfer, which needs
   ``dfs.http.policy = HTTPS_ONLY`` and TLS key stores (so ``swebhdfs://`` only), or
-  ``ignore.secure_hdfs.ports.for.testing = true``, which is what runs here: WebHDFS over plain
+  ``ignore.secure.ports.for.testing = true``, which is what runs here: WebHDFS over plain
   HTTP, SPNEGO to the NameNode, delegation tokens to the DataNodes;
 - the JVM finds the KDC through ``-Djava.security.krb5.conf`` (Java reads no KRB5_CONFIG);
 - the launcher needs no login of its own: the NameNode's and DataNodes' keytab logins
@@ -148,7 +148,7 @@ def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         "hadoop.http.authentication.kerberos.principal": f"HTTP/127.0.0.1@{REALM}",
         "hadoop.http.authentication.kerberos.keytab": str(service),
         "hadoop.http.authentication.token.validity": str(COOKIE_VALIDITY_S),
-        "ignore.secure_hdfs.ports.for.testing": "true",
+        "ignore.secure.ports.for.testing": "true",
         # garm may act for etl (doas); spark may not
         "hadoop.proxyuser.garm.hosts": "*",
         "hadoop.proxyuser.garm.users": "etl",
