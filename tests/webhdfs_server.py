@@ -21,17 +21,22 @@ Namespace changes hold one lock, as the NameNode serialises them. :class:`Faults
 test fail the next requests with 503, drop connections (before or after doing the work,
 the latter makes an ambiguous answer) or put the server in standby for HA tests.
 ``spnego`` makes the NameNode calls require Kerberos (SPNEGO, ``Authorization: Negotiate``;
-the token is checked by a function the test gives, e.g. a real GSSAPI acceptor); the
-cookie Hadoop sets after a successful negotiation is not implemented, so every call
-negotiates. Behaviour against a real cluster still has to be checked there.
+the token is checked by a function the test gives, e.g. a real GSSAPI acceptor). As a
+secure NameNode does (checked against Hadoop 3.5's, tests/hdfs/test_hdfs_kerberos.py),
+a negotiation is answered with a signed ``hadoop.auth`` cookie that lets the next calls in
+without one until it expires (``cookie_validity_s``), and the redirects to the "DataNode"
+carry a delegation token, without which the DataNode call is refused.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import sys
 import threading
@@ -102,11 +107,39 @@ class WebHdfsServer(ThreadingHTTPServer):
         self.faults = Faults()
         self.ns_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        #: SPNEGO, when set: NameNode calls need ``Authorization: Negotiate <token>``; the
-        #: function accepts the token (raises if it is not valid) and names the client.
-        #: DataNode calls (after the 307) pass, as a NameNode's delegation token would.
+        #: SPNEGO, when set: NameNode calls need ``Authorization: Negotiate <token>`` or the
+        #: cookie of an earlier negotiation; the function accepts the token (raises if it
+        #: is not valid) and names the client. DataNode calls (after the 307) need the
+        #: delegation token of the redirect.
         self.spnego: Callable[[bytes], str] | None = None
         self.principals: list[str] = []  # who each authenticated call came from
+        self.negotiations: list[str] = []  # who each SPNEGO negotiation came from
+        self.cookie_validity_s = 36000.0  # hadoop.http.authentication.token.validity
+        self.delegations: set[str] = set()  # tokens handed out in redirects
+        self._secret = secrets.token_bytes(16)  # signs the cookies
+
+    def cookie(self, principal: str) -> str:
+        """The ``Set-Cookie`` value a negotiation by ``principal`` is answered with."""
+        expires_ms = int((time.time() + self.cookie_validity_s) * 1000)
+        fields = (f"u={principal.split('@')[0].split('/')[0]}&p={principal}&t=kerberos"
+                  f"&e={expires_ms}")
+        return f'hadoop.auth="{fields}&s={self._sign(fields)}"; Path=/; HttpOnly'
+
+    def cookie_principal(self, header: str) -> str | None:
+        """Whom a ``Cookie`` request header's valid, unexpired ``hadoop.auth`` names."""
+        for part in header.split(";"):
+            name, _, value = part.strip().partition("=")
+            fields, _, signature = value.strip('"').rpartition("&s=")
+            if name != "hadoop.auth" or not hmac.compare_digest(signature, self._sign(fields)):
+                continue
+            kv = dict(item.partition("=")[::2] for item in fields.split("&"))
+            if int(kv.get("e") or 0) > time.time() * 1000:
+                return kv.get("p")
+        return None
+
+    def _sign(self, fields: str) -> str:
+        digest = hmac.new(self._secret, fields.encode(), hashlib.sha256).digest()
+        return base64.b64encode(digest).decode()
 
     @property
     def url(self) -> str:
@@ -195,6 +228,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        cookie = self.__dict__.pop("_set_cookie", None)  # this request's negotiation's
+        if cookie:
+            self.send_header("Set-Cookie", cookie)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -220,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
             faults.requests.append((method, op, url.path))
         if faults.latency_s:
             time.sleep(faults.latency_s)
-        if self.server.spnego is not None and "datanode" not in q and not self._negotiate():
+        if self.server.spnego is not None and not self._authenticated(q):
             return
         where = url.path + " " + q.get("destination", "")
         with faults.lock:
@@ -255,8 +291,25 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply()
 
+    def _authenticated(self, q: dict[str, str]) -> bool:
+        """A DataNode call needs the delegation token of its redirect, a NameNode call the
+        cookie of an earlier negotiation or a negotiation; on failure answer and say False."""
+        if "datanode" in q:
+            if q.get("delegation") in self.server.delegations:
+                return True
+            self._error(RemoteError("InvalidToken", "no delegation token of this NameNode "
+                                    "in the request"))
+            return False
+        principal = self.server.cookie_principal(self.headers.get("Cookie", ""))
+        if principal is None:
+            return self._negotiate()
+        with self.server.faults.lock:
+            self.server.principals.append(principal)
+        return True
+
     def _negotiate(self) -> bool:
-        """Check the SPNEGO token; on failure answer 401 (none) or 403 (bad) and say False."""
+        """Check the SPNEGO token; on failure answer 401 (none) or 403 (bad) and say False;
+        on success the answer will set the cookie."""
         scheme, _, token = self.headers.get("Authorization", "").partition(" ")
         if scheme != "Negotiate" or not token:
             self._send(401, b"Authentication required", {"WWW-Authenticate": "Negotiate"},
@@ -269,10 +322,16 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         with self.server.faults.lock:
             self.server.principals.append(principal)
+            self.server.negotiations.append(principal)
+        self._set_cookie = self.server.cookie(principal)
         return True
 
     def _redirect(self, q: dict[str, str]) -> Reply:
         params = dict(q, datanode="true")
+        if self.server.spnego is not None:
+            params["delegation"] = secrets.token_urlsafe(16)
+            with self.server.faults.lock:
+                self.server.delegations.add(params["delegation"])
         loc = f"{self.server.url}{urlsplit(self.path).path}?{urlencode(params)}"  # still quoted
         return lambda: self._send(307, b"", {"Location": loc})
 

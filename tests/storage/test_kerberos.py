@@ -2,9 +2,9 @@
 
 What runs for real: the KDC, ``kinit``/``klist``, the GSSAPI library on both sides, and
 SPNEGO over HTTP between the backend (requests-gssapi) and the WebHDFS test double,
-which checks every NameNode call's ``Negotiate`` token with a GSSAPI acceptor holding
-the ``HTTP/127.0.0.1`` service key. What does not: a real NameNode (its cookie after a
-negotiation, its delegation tokens for DataNodes), and Active Directory KDCs.
+which checks the ``Negotiate`` token with a GSSAPI acceptor holding the ``HTTP/127.0.0.1``
+service key and answers with a ``hadoop.auth`` cookie, as a NameNode does. The same
+against a real secure NameNode and DataNodes: tests/hdfs/test_hdfs_kerberos.py.
 """
 
 from __future__ import annotations
@@ -168,6 +168,8 @@ def test_webhdfs_authenticates_every_namenode_call_with_spnego(
     calls = [op for method, op, _ in webhdfs_server.faults.requests if op]
     assert len(webhdfs_server.principals) >= 5
     assert set(webhdfs_server.principals) == {kdc.principal("garm")}
+    # one negotiation: the calls after it came in with the cookie it was answered with
+    assert webhdfs_server.negotiations == [kdc.principal("garm")]
     assert {"CREATE", "RENAME", "OPEN", "LISTSTATUS"} <= set(calls)
     assert os.environ["KRB5CCNAME"] == kdc.env["KRB5CCNAME"]  # the process's cache untouched
 
