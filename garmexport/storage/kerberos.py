@@ -180,6 +180,22 @@ def _refused(res: requests.Response, auth: Any) -> requests.Response:
                        f"failed ({why})")
 
 
+def refused_without_kerberos(res: requests.Response, **_: Any) -> requests.Response:
+    """Response hook of a WebHDFS session without Kerberos: a 401 (a secure NameNode asking
+    for SPNEGO) raises StorageError naming the setting that is missing, not retried within
+    the backend; without the hook the ``hdfs`` package logs the HTML page and raises
+    "Authentication failure. Check your credentials.", which looked like a blip."""
+    if res.status_code != 401:
+        return res
+    where = res.url.partition("?")[0]
+    if "negotiate" in res.headers.get("WWW-Authenticate", "").lower():
+        raise StorageError(f"{res.request.method} {where}: HTTP 401, the NameNode asks for "
+                           "Kerberos (SPNEGO): set output.hdfs_kerberos = true, with a "
+                           "principal and keytab or a ticket cache")
+    raise StorageError(f"{res.request.method} {where}: HTTP 401, the NameNode refused the "
+                       "request unauthenticated")
+
+
 def _gss_error() -> type[BaseException]:
     from gssapi.exceptions import GSSError
 

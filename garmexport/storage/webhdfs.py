@@ -54,7 +54,7 @@ from garmexport.storage import paths
 from garmexport.storage.base import (
     ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY, Entry, Staged, Storage,
 )
-from garmexport.storage.kerberos import SpnegoAuth, TicketKeeper
+from garmexport.storage.kerberos import SpnegoAuth, TicketKeeper, refused_without_kerberos
 from garmexport.storage.options import WebHdfsOptions
 from garmexport.storage.retry import retry
 
@@ -77,8 +77,10 @@ class WebHdfsStorage(Storage):
                            retry_on=(_Transient,))
         self._keeper: TicketKeeper | None = None
         if options.kerberos is None:
+            plain = requests.Session()
+            plain.hooks["response"].append(refused_without_kerberos)
             self._client: Any = InsecureClient(";".join(urls), user=options.user,
-                                               timeout=options.timeout_s)
+                                               timeout=options.timeout_s, session=plain)
             return
         why = extras.missing("kerberos")
         if why:

@@ -360,6 +360,20 @@ def test_a_proxy_user_writes_as_itself_where_the_namenode_allows_it(secure_hdfs:
     refused.close()
 
 
+def test_a_storage_without_kerberos_is_told_the_namenode_asks_for_it(
+        secure_hdfs: Secure) -> None:
+    """One call, one 401 (the NameNode asks for SPNEGO): a StorageError that names the
+    setting, not a transient error retried within the backend."""
+    plain = open_storage(secure_hdfs.root(), "inst-a", from_output(OutputConfig(hdfs_user="garm")))
+    answers: list[int] = []
+    plain._client._session.hooks["response"].insert(  # type: ignore[attr-defined]
+        0, lambda res, **_: answers.append(res.status_code))
+    with pytest.raises(StorageError, match="asks for Kerberos .*output.hdfs_kerberos = true"):
+        plain.list("")
+    assert answers == [401]
+    plain.close()
+
+
 def test_a_service_principal_the_kdc_does_not_know_is_named_in_the_error(
         secure_hdfs: Secure) -> None:
     root = secure_hdfs.root()
