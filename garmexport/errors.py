@@ -8,7 +8,10 @@
      |    +-- PublishConflict(StorageError, FileExistsError)
      |    |                                            exclusive publish lost: the fence
      |    +-- StoreGaveUp(StorageError)                storage.retry_attempts failed in a row:
-     |                                                 the exporter stops (exit 1)
+     |    |                                            the exporter stops (exit 1)
+     |    +-- StorageDenied(StorageError, PermissionError)
+     |                                                 the store refused this user (permissions):
+     |                                                 retried while running, fatal at start-up
      +-- BrokerError(GarmexportError, ConnectionError) Kafka could not be reached or answered wrong
      +-- MetastoreError(GarmexportError, ConnectionError)
      |    |                                            a Hive metastore call failed (retried in the
@@ -55,6 +58,12 @@ class StoreGaveUp(StorageError):
             f"gave up after {attempts} attempts on {op} {path}: {reason} "
             f"(storage.retry_attempts = {attempts}): make the store reachable and writable; "
             "the next start resumes from the output")
+
+
+class StorageDenied(StorageError, PermissionError):
+    """The store refused the call to this user (HDFS's AccessControlException). While the
+    exporter runs it is retried like any failure (someone may be mending the permissions);
+    at start-up, where the root is first written, it is a configuration error (exit 2)."""
 
 
 class BrokerError(GarmexportError, ConnectionError):

@@ -19,7 +19,14 @@ what garmexport and the ``hdfs`` client use:
 
 Namespace changes hold one lock, as the NameNode serialises them. :class:`Faults` lets a
 test fail the next requests with 503, drop connections (before or after doing the work,
-the latter makes an ambiguous answer) or put the server in standby for HA tests.
+the latter makes an ambiguous answer), and give the answers a real cluster gives (checked
+against Hadoop 3.5's NameNode and DataNodes, tests/hdfs/test_hdfs_faults.py): a standby
+NameNode (StandbyException to every call but a CREATE, which it redirects as an active one
+does: the DataNode's PUT is then refused), safe mode (SafeModeException to every change,
+a CREATE's at the DataNode; reads answered), a space quota reached (the DataNode makes the
+file, empty, then answers DSQuotaExceededException) and directories this user may not
+change (AccessControlException). An error a DataNode answers carries the NameNode's Java
+stack trace in its message, as there.
 ``spnego`` makes the NameNode calls require Kerberos (SPNEGO, ``Authorization: Negotiate``;
 the token is checked by a function the test gives, e.g. a real GSSAPI acceptor). As a
 secure NameNode does (checked against Hadoop 3.5's, tests/hdfs/test_hdfs_kerberos.py),
@@ -50,6 +57,11 @@ PREFIX = "/webhdfs/v1"
 Reply = Callable[[], None]  # writes the answer of an operation that is already done
 _STATUS = {"FileNotFoundException": 404, "IllegalArgumentException": 400,
            "UnsupportedOperationException": 400}
+#: what a DataNode's RemoteException message ends with: the NameNode's stack trace
+_TRACE = ("\n\tat org.apache.hadoop.hdfs.server.namenode.FSNamesystem.startFile(FSNamesystem.java:2722)"
+          "\n\tat org.apache.hadoop.ipc.Server$Handler.run(Server.java:3279)\n")
+#: the ops that change the namespace (CREATE and APPEND: their DataNode step)
+_WRITES = frozenset({"MKDIRS", "RENAME", "DELETE", "CREATE", "APPEND"})
 
 
 class RemoteError(Exception):
@@ -65,6 +77,12 @@ class Faults:
     fail_503: list[tuple[str | None, int]] = field(default_factory=list)   # (op, count)
     drop: list[tuple[str | None, int, bool]] = field(default_factory=list)  # (op, count, after)
     standby: bool = False
+    #: the NameNode in safe mode: every change refused, reads answered
+    safe_mode: bool = False
+    #: a space quota reached: a CREATE's data is refused once its (empty) file is made
+    quota_exceeded: bool = False
+    #: directories (HDFS paths) of another user, mode 755: nothing under them may change
+    denied: list[str] = field(default_factory=list)
     #: (op, exempt): requests of op whose path and destination do not contain ``exempt``
     #: wait unanswered until ``released`` is set (a store that hangs)
     hold: list[tuple[str, str]] = field(default_factory=list)
@@ -241,6 +259,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, exc: RemoteError) -> None:
         java = {"FileNotFoundException": "java.io", "IOException": "java.io",
+                "StandbyException": "org.apache.hadoop.ipc",
+                "AccessControlException": "org.apache.hadoop.security",
                 "IllegalArgumentException": "java.lang"}.get(exc.exception, "org.apache.hadoop")
         self._json({"RemoteException": {"exception": exc.exception, "message": exc.message,
                                         "javaClassName": f"{java}.{exc.exception}"}},
@@ -270,26 +290,51 @@ class _Handler(BaseHTTPRequestHandler):
         if faults._take(faults.fail_503, op) is not None:
             self._send(503, b"Service Unavailable", ctype="text/plain")
             return
-        if faults.standby:
-            self._error(RemoteError("StandbyException", "Operation category READ is not "
-                                    "supported in state standby"))
-            return
         if not url.path.startswith(PREFIX):
             self._send(404, b"not webhdfs", ctype="text/plain")
             return
         hdfs_path = unquote(url.path[len(PREFIX):]) or "/"
+        datanode = q.get("datanode") == "true"
         try:
+            self._refuse(op, hdfs_path, q, datanode)
             handler = getattr(self, f"_op_{method}_{op}", None)
             if handler is None:
                 raise RemoteError("UnsupportedOperationException",
                                   f"Invalid value for webhdfs parameter \"op\": {op}")
             reply = handler(hdfs_path, q, body)
         except RemoteError as exc:
+            if datanode:  # a DataNode passes on the NameNode's trace
+                exc = RemoteError(exc.exception, exc.message + _TRACE)
             reply = functools.partial(self._error, exc)
         if drop is not None:  # the work is done, the answer is lost: an ambiguous call
             self.close_connection = True
             return
         reply()
+
+    def _refuse(self, op: str, path: str, q: dict[str, str], datanode: bool) -> None:
+        """Raise what a standby, a NameNode in safe mode or a denied directory answers. A
+        CREATE or APPEND reaches the namespace at its DataNode step: the NameNode's first
+        step redirects it whatever its state."""
+        faults = self.server.faults
+        if op in ("CREATE", "APPEND") and not datanode:
+            return
+        change = op in _WRITES
+        if faults.standby:
+            category = "WRITE" if change else "READ"
+            raise RemoteError("StandbyException", f"Operation category {category} is not "
+                              "supported in state standby. Visit https://s.apache.org/sbnn-error")
+        if not change:
+            return
+        if faults.safe_mode:
+            raise RemoteError("SafeModeException", f"Cannot {op.lower()} {path}. Name node is "
+                              "in safe mode.\nIt was turned on manually. Use \"hdfs dfsadmin "
+                              "-safemode leave\" to turn safe mode off.")
+        for where in (path, q.get("destination", "")):
+            for top in faults.denied:
+                if where == top or where.startswith(top.rstrip("/") + "/"):
+                    raise RemoteError("AccessControlException", "Permission denied: user="
+                                      f"{q.get('user.name', '')}, access=WRITE, "
+                                      f"inode=\"{top}\":bob:supergroup:drwxr-xr-x")
 
     def _authenticated(self, q: dict[str, str]) -> bool:
         """A DataNode call needs the delegation token of its redirect, a NameNode call the
@@ -385,6 +430,10 @@ class _Handler(BaseHTTPRequestHandler):
             except (FileExistsError, NotADirectoryError):
                 raise RemoteError("ParentNotDirectoryException", f"parent of {path}") from None
             with open(full, "wb") as f:
+                if self.server.faults.quota_exceeded:  # made, empty; its first block refused
+                    raise RemoteError("DSQuotaExceededException", "The DiskSpace quota of / is "
+                                      "exceeded: quota = 1048576 B = 1 MB but diskspace "
+                                      "consumed = 268435456 B = 256 MB")
                 f.write(body)
         loc = f"hdfs://127.0.0.1{quote(path)}"
         return lambda: self._send(201, b"", {"Location": loc})

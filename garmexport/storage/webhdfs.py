@@ -28,14 +28,23 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   connect and per read), so a server that stops answering cannot block the writer for
   longer than that.
 - HA: several NameNode URLs go to the ``hdfs`` client, which tries the next one on a
-  connection error or a StandbyException/RetriableException answer.
+  connection error or a StandbyException/RetriableException answer. A standby redirects
+  a CREATE all the same (only the DataNode's PUT is refused, with StandbyException): the
+  client then moves to the next NameNode itself and tries again there.
+- refusals: a DataNode's answer carries the NameNode's Java stack trace in its message,
+  which is cut to its first lines. AccessControlException is StorageDenied (a root this
+  user may not write: a configuration error at start-up, :mod:`.root_check`); quotas
+  (DSQuotaExceededException, from the DataNode, once the file is made) and safe mode are
+  StorageErrors the exporter retries; the file a refused CREATE made is deleted.
 - Kerberos (``output.hdfs_kerberos``): SPNEGO on every request from a ticket that
   :mod:`garmexport.storage.kerberos` keeps fresh; ``user`` is then a proxy user (``doas``).
   The ``hdfs`` package's own KerberosClient is not used: it needs requests-kerberos and
   the process-wide default ticket cache.
 
-Tested against the WebHDFS test double in ``tests/webhdfs_server.py`` only: a check
-against a real cluster is pending.
+Tested against a real HDFS (Hadoop 3.5's NameNodes and DataNodes: tests/hdfs/, among them
+the faults of test_hdfs_faults.py) and against the WebHDFS test double in
+``tests/webhdfs_server.py``, which gives the real cluster's answers to those faults and
+alone has dropped connections, lost answers and 503s.
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ import requests
 from hdfs import Client, HdfsError, InsecureClient
 
 from garmexport.settings import extras
-from garmexport.errors import ConfigError, PublishConflict, StorageError
+from garmexport.errors import ConfigError, PublishConflict, StorageDenied, StorageError
 from garmexport.storage import paths
 from garmexport.storage.base import (
     ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY, Entry, Staged, Storage,
@@ -59,6 +68,18 @@ from garmexport.storage.options import WebHdfsOptions
 from garmexport.storage.retry import retry
 
 log = logging.getLogger(__name__)
+# the hdfs package logs "Instantiated <InsecureClient(url=...)>." at INFO for every client
+# made: a line that is no event of garmexport's (a start-up error was no longer one line)
+logging.getLogger("hdfs").setLevel(logging.WARNING)
+
+#: a DataNode's answer to a CREATE's data that says the NameNode it was redirected from is
+#: not the active one (or not yet): another NameNode, or a later try, may take it
+_ASK_ANOTHER_NAMENODE = frozenset({"StandbyException", "RetriableException"})
+#: a DataNode's answer that means the NameNode refused to make the file: nothing to remove
+#: (and its DELETE would be refused too). Every other refusal may come once the file exists:
+#: a DSQuotaExceededException refuses its first block, and a failover or safe mode that
+#: begins while the data is written leaves the file made by then, empty
+_REFUSED_BEFORE_CREATE = frozenset({"AccessControlException"})
 
 
 class _Transient(StorageError):
@@ -111,9 +132,9 @@ class WebHdfsStorage(Storage):
             finally:
                 res.close()
         except (requests.RequestException, HdfsError) as exc:
-            raise _Transient(f"{method.__name__} {full}: {exc}") from exc
+            raise _Transient(f"{_op(method)} {full}: {exc}") from exc
         if res.status_code >= 500:
-            raise _Transient(f"{method.__name__} {full}: HTTP {res.status_code}")
+            raise _Transient(f"{_op(method)} {full}: HTTP {res.status_code}")
         return res
 
     def _call(self, method: Callable[..., requests.Response], full: str,
@@ -123,7 +144,7 @@ class WebHdfsStorage(Storage):
         if res.status_code == 404:
             raise FileNotFoundError(full)
         if res.status_code >= 400:
-            raise StorageError(f"{method.__name__} {full}: {_remote_message(res)}")
+            raise _refusal(f"{_op(method)} {full}", res)
         return res
 
     def _status(self, full: str) -> dict[str, Any] | None:
@@ -181,25 +202,42 @@ class WebHdfsStorage(Storage):
     def _stage_once(self, data: bytes) -> Staged:
         rel = paths.new_tmp_path(self.instance)
         full = self._abs(rel)
+        leftover = True  # whether a failure may have left a file at ``full``
         try:
             res = self._once(self._client._create, full, overwrite="false")
             if res.status_code != 307 or "location" not in res.headers:
-                raise StorageError(f"CREATE {full}: {_remote_message(res)}")
+                raise _refusal(f"CREATE {full}", res)
+            redirected_by = self._client._urls[0]  # the hdfs client moves it past failures
             try:
                 put = self._client._request("PUT", res.headers["location"], data=data)
             except requests.RequestException as exc:
                 raise _Transient(f"CREATE {full} (data): {exc}") from exc
-            if put.status_code >= 500:
-                raise _Transient(f"CREATE {full} (data): HTTP {put.status_code}")
             if put.status_code >= 400:
-                raise StorageError(f"CREATE {full} (data): {_remote_message(put)}")
+                exception = _remote_exception(put)
+                leftover = exception not in _REFUSED_BEFORE_CREATE
+                if exception in _ASK_ANOTHER_NAMENODE:
+                    self._next_namenode(redirected_by)
+                    raise _Transient(f"CREATE {full} (data): {_remote_message(put)}")
+                if put.status_code >= 500:
+                    raise _Transient(f"CREATE {full} (data): {_remote_message(put)}")
+                raise _refusal(f"CREATE {full} (data)", put)
             st = self._status(full)
-        except _Transient:
-            self._delete_quietly(full)
+            if st is None or int(st["length"]) != len(data):
+                raise StorageError(f"staged {full} is missing or has the wrong size")
+        except StorageError:
+            if leftover:  # made, then refused (a quota, a failover); a partial file
+                self._delete_quietly(full)
             raise
-        if st is None or int(st["length"]) != len(data):
-            raise StorageError(f"staged {full} is missing or has the wrong size")
         return Staged(f"{st.get('fileId', '')}:{rel}", len(data))
+
+    def _next_namenode(self, redirected_by: str) -> None:
+        """The NameNode that redirected a CREATE is a standby (the DataNode says so): send
+        the next calls to the next one. A standby redirects a CREATE as an active one
+        does, so the hdfs client, which moves on when a NameNode's own answer is a
+        StandbyException, would send every CREATE to it again."""
+        with self._client._lock:
+            if self._client._urls[0] == redirected_by:  # no other thread moved it yet
+                self._client._urls.rotate(-1)
 
     def publish(self, staged: Staged, path: str) -> None:
         file_id, _, rel = staged.handle.partition(":")
@@ -219,7 +257,7 @@ class WebHdfsStorage(Storage):
             log.warning("rename %s -> %s unanswered (%s): checking the namespace", src, dst, exc)
             return None
         if res.status_code >= 400:
-            raise StorageError(f"RENAME {src} -> {dst}: {_remote_message(res)}")
+            raise _refusal(f"RENAME {src} -> {dst}", res)
         return res.json().get("boolean") is True
 
     def _settle(self, file_id: str, size: int, src: str, dst: str, path: str) -> None:
@@ -265,10 +303,37 @@ class WebHdfsStorage(Storage):
             self._keeper.close()
 
 
+def _op(method: Callable[..., requests.Response]) -> str:
+    """The WebHDFS op of one of the hdfs client's handlers (``mkdirs_handler``: MKDIRS),
+    as errors name it."""
+    return method.__name__.removesuffix("_handler").upper()
+
+
+def _remote_exception(res: requests.Response) -> str:
+    """The ``exception`` of a RemoteException answer ("" when it is not one)."""
+    try:
+        return str(res.json()["RemoteException"]["exception"])
+    except (ValueError, KeyError, TypeError):
+        return ""
+
+
 def _remote_message(res: requests.Response) -> str:
-    """``Exception: message`` of a RemoteException answer, or the HTTP status."""
+    """``Exception: message`` of a RemoteException answer, or the HTTP status. A DataNode's
+    answer carries the NameNode's Java stack trace in its message: its ``at ...`` lines
+    are dropped, and the lines left are joined into one."""
     try:
         remote = res.json()["RemoteException"]
-        return f"HTTP {res.status_code} {remote.get('exception')}: {remote.get('message')}"
+        text = str(remote.get("message"))
     except (ValueError, KeyError, TypeError):
         return f"HTTP {res.status_code}"
+    said = " ".join(line.strip() for line in text.splitlines()
+                    if line.strip() and not line.strip().startswith("at "))
+    return f"HTTP {res.status_code} {remote.get('exception')}: {said}"
+
+
+def _refusal(what: str, res: requests.Response) -> StorageError:
+    """The error of a 4xx answer: StorageDenied when HDFS's permissions refused it."""
+    message = f"{what}: {_remote_message(res)}"
+    if _remote_exception(res) == "AccessControlException":
+        return StorageDenied(message)
+    return StorageError(message)

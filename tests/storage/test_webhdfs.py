@@ -1,16 +1,25 @@
-"""WebHDFS backend under faults, HA and protocol details (against the test double)."""
+"""WebHDFS backend under faults, HA and protocol details (against the test double).
+
+The double gives the answers a real cluster was seen to give (tests/hdfs/test_hdfs_faults.py
+meets the same faults on Hadoop's own NameNode and DataNodes): a standby that still
+redirects a CREATE, safe mode, a space quota, a directory of another user. What a real
+cluster cannot be made to do on demand stays here alone: 503s, connections dropped before
+or after the work (lost answers), a NameNode that is not listening.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hdfs import InsecureClient
 
-from garmexport.errors import PublishConflict, StorageError
+from garmexport.errors import ConfigError, PublishConflict, StorageDenied, StorageError
 from garmexport.storage.options import defaults
+from garmexport.storage.root_check import prepare_for_run
 from garmexport.storage.webhdfs import WebHdfsStorage
 from tests.webhdfs_server import WebHdfsServer
 
@@ -104,13 +113,17 @@ def test_unanswered_rename_that_lost_to_another_owner_is_a_conflict(
 
 
 def test_a_standby_namenode_is_skipped(tmp_path) -> None:
+    """A standby redirects a CREATE as the active one does; the DataNode's PUT is refused
+    with StandbyException, and the next CREATE goes to the other NameNode, and stays."""
     standby, active = WebHdfsServer(str(tmp_path)).start(), WebHdfsServer(str(tmp_path)).start()
     standby.faults.standby = True
     storage = make([standby.url, active.url])
     try:
         storage.put_exclusive(PATH, b"ha")
         assert storage.read(PATH) == b"ha"
-        assert ops(standby, "CREATE") >= 1
+        assert ops(standby, "CREATE") == 2  # redirected, then refused at its "DataNode"
+        storage.put_exclusive(PATH + ".2", b"ha")
+        assert ops(standby, "CREATE") == 2
     finally:
         storage.close()
         standby.stop()
@@ -181,3 +194,66 @@ def test_a_footer_read_with_the_listed_size_asks_no_file_status(
     before = len(server.faults.requests)
     assert read_footer(storage, PATH).num_rows == 3
     assert len(server.faults.requests) - before == 3  # without the size: a status first
+
+
+def test_safe_mode_refuses_changes_once_and_answers_reads(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    storage.put_exclusive(PATH, b"before")
+    server.faults.safe_mode = True
+    before = len(server.faults.requests)
+    with pytest.raises(StorageError, match="SafeModeException: Cannot create") as info:
+        storage.stage(b"x")
+    assert "\tat " not in str(info.value) and "\n" not in str(info.value), info.value
+    # an answer, not a blip: not retried here (the exporter's back-off paces the retries);
+    # one DELETE, refused too, for the file safe mode may have caught half made
+    asked = [o for _, o, _ in server.faults.requests[before:]]
+    assert asked == ["CREATE", "CREATE", "DELETE"], asked
+    assert storage.read(PATH) == b"before" and storage.exists(PATH)
+    server.faults.safe_mode = False
+    storage.put_exclusive(PATH + ".2", b"after")
+
+
+def test_a_space_quota_refusal_leaves_no_temp_file(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    """The DataNode makes the file, empty, before its block is refused: it is removed."""
+    server.faults.quota_exceeded = True
+    with pytest.raises(StorageError, match="DSQuotaExceededException: The DiskSpace quota") as info:
+        storage.stage(b"x" * 1000)
+    assert "\tat " not in str(info.value), info.value
+    assert storage.list("_tmp/inst-a") == []
+    server.faults.quota_exceeded = False
+    storage.put_exclusive(PATH, b"after")
+    assert storage.list("_tmp/inst-a") == []
+
+
+def test_a_directory_of_another_user_is_denied(server: WebHdfsServer,
+                                                storage: WebHdfsStorage) -> None:
+    server.faults.denied.append("/out")
+    with pytest.raises(StorageDenied, match="AccessControlException: Permission denied: "
+                       "user=garm, access=WRITE"):
+        storage.stage(b"x")
+    with pytest.raises(StorageDenied):
+        storage.create_root()
+    assert storage.list("") == []  # reading is allowed
+
+
+@pytest.mark.parametrize("made", [True, False])
+def test_run_refuses_a_root_this_user_may_not_write_as_a_configuration_error(
+        server: WebHdfsServer, made: bool) -> None:
+    """The root of another user (or missing, in a directory of his): ConfigError naming
+    the root, the refusal and what to do, and nothing made there."""
+    if made:
+        (Path(server.data_dir) / "theirs" / "out").mkdir(parents=True)
+    server.faults.denied.append("/theirs")
+    root = f"webhdfs://127.0.0.1:{server.server_address[1]}/theirs/out"
+    options = dataclasses.replace(defaults(), webhdfs=dataclasses.replace(
+        defaults().webhdfs, user="garm", timeout_s=10))
+    with pytest.raises(ConfigError) as info:
+        prepare_for_run(root, "inst-a", options)
+    said = str(info.value)
+    for part in (f"output.root (GARMEXPORT_OUTPUT_ROOT) = {root!r}: this user may not write it",
+                 "AccessControlException: Permission denied: user=garm, access=WRITE",
+                 "output.hdfs_user"):
+        assert part in said, said
+    assert [p.name for p in (Path(server.data_dir) / "theirs").rglob("*")] == (
+        ["out"] if made else [])
