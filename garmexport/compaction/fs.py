@@ -13,7 +13,10 @@ root: :mod:`garmexport.storage.root_check`); ``list`` of a missing directory is 
 target's parent directory and never overwrite (raise StorageError if the target exists
 or the call fails; a copy appears whole or not at all); ``write`` replaces the file
 through a hidden temp name and a
-rename, so a reader sees the old content, nothing, or the new content, never a part.
+rename, so a reader sees the old content, nothing, or the new content, never a part;
+``read``/``read_tail`` of a missing file raise FileNotFoundError (Hadoop's client throws
+Java's FileNotFoundException, which py4j would hand on as its own error type: a missing
+``_COMPLETE`` then stopped every run on ``hdfs://`` and ``s3a://`` at its first mark).
 """
 
 from __future__ import annotations
@@ -159,12 +162,23 @@ class HadoopFs:
     def read(self, path: str) -> bytes:
         return self.read_tail(path, 1 << 62)[0]
 
+    def _missing(self, exc: Exception) -> bool:
+        """Whether ``exc`` (py4j's) carries Java's FileNotFoundException."""
+        java = getattr(exc, "java_exception", None)
+        return java is not None and bool(
+            self._jvm.java.lang.Class.forName("java.io.FileNotFoundException").isInstance(java))
+
     def read_tail(self, path: str, nbytes: int,
                   size: int | None = None) -> tuple[bytes, int]:  # size: not needed
         p = self._p(path)
-        size = self._fs.getFileStatus(p).getLen()
+        try:
+            size = self._fs.getFileStatus(p).getLen()
+            stream = self._fs.open(p)
+        except Exception as exc:  # py4j's Py4JJavaError, whatever the JVM threw
+            if self._missing(exc):
+                raise FileNotFoundError(f"{self.uri}/{path}: no such file") from None
+            raise
         n = min(size, nbytes)
-        stream = self._fs.open(p)
         try:
             stream.seek(size - n)
             data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream, n)

@@ -252,6 +252,9 @@ def test_hadoop_file_operations_work_through_the_spark_jvm(spark: Any, tmp_path:
         fs.write("a/d", b"d") or fs.rename("a/d", "a/c.json")
     assert sorted(e.name for e in fs.list("a") if not e.name.startswith(".")) == [
         "c.json", "d"]
+    for read in (fs.read, lambda p: fs.read_tail(p, 2)):  # as LocalFs and every store
+        with pytest.raises(FileNotFoundError):  # (complete.read_complete relies on it)
+            read("a/missing")
     fs.delete("a/c.json")
     fs.delete("a/missing")
     fs.delete_tree("a")
