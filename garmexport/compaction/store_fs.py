@@ -16,7 +16,8 @@ exporter reaches the same files through its own backends (WebHDFS, S3, a local d
   has no rename either), and the lease's exclusivity rests on the publish alone;
 - ``write`` deletes, then publishes: a reader sees the old content, nothing, or the new;
 - ``delete_tree`` deletes the files below ``path``, deepest first, then the emptied
-  directories (an object store has none).
+  directories (on an object store, the key a directory keeps there: S3A's marker, or
+  SeaweedFS's emptied directory).
 
 ``uri`` is the root as Hive knows it (the Spark run's Hadoop URI), so that the locations
 this run gives the metastore are the ones the Spark run would give.
@@ -77,7 +78,7 @@ class StoreFs:
         try:
             self._store._remove_empty_dir(path)  # noqa: SLF001 - the backends' own way
         except NotImplementedError:
-            pass  # an object store: no directories to remove
+            pass  # a backend with no directories to remove
 
     def close(self) -> None:
         self._store.close()

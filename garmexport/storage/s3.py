@@ -20,7 +20,9 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   -> done, another -> PublishConflict. A lost answer, 5xx or 409 (a concurrent
   conditional write) are settled the same way; a missing key then gives StorageError
   (retryable). S3 acknowledges a PUT only once the object is durable.
-- list: ListObjectsV2 with delimiter ``/`` (common prefixes are the directories).
+- list: ListObjectsV2 with delimiter ``/`` (common prefixes are the directories; a
+  directory's own key ``<dir>/``, which S3A and SeaweedFS keep, is not listed, and goes
+  with :meth:`S3Storage._remove_empty_dir` once nothing else is below it).
 - credentials: ``output.s3_access_key_id``/``s3_secret_access_key`` (endpoint and region:
   ``s3_endpoint_url``/``s3_region``) or the usual AWS environment and config files; they
   are never logged or shown in repr.
@@ -184,6 +186,26 @@ class S3Storage(Storage):
             self._client.delete_object(Bucket=self.bucket, Key=self._key(path))
         except (ClientError, BotoCoreError) as exc:
             raise StorageError(f"cannot delete {path}: {exc}") from exc
+
+    def _remove_empty_dir(self, path: str) -> None:
+        """Delete the directory's own key ``<path>/`` when no other key is below it.
+
+        garmexport makes no directories on S3, but Hadoop's S3A (Spark's compaction)
+        writes a marker object ``<dir>/`` for every directory it makes, and a filer-backed
+        store (SeaweedFS) keeps the emptied directory of a deleted key and lists it as that
+        same key: either way the prefix stays listed as a directory once every file below
+        it is gone, and a swap's staging dir, deleted through this backend, still looked
+        like a crashed run's at the next recovery. Failures leave it, as the contract says.
+        """
+        prefix = self._key(path) + "/"
+        try:
+            page = self._client.list_objects_v2(Bucket=self.bucket, Prefix=prefix,
+                                                Delimiter="/", MaxKeys=2)
+            if ([o["Key"] for o in page.get("Contents", [])] == [prefix]
+                    and not page.get("CommonPrefixes")):
+                self._client.delete_object(Bucket=self.bucket, Key=prefix)
+        except (ClientError, BotoCoreError):
+            pass
 
     def _bucket_exists(self) -> bool:
         try:

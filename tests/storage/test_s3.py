@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from garmexport.compaction.store_fs import StoreFs
 from garmexport.errors import ConfigError, PublishConflict, StorageError
 from garmexport.storage.base import ROOT_MISSING
 from garmexport.storage.options import defaults
@@ -114,3 +115,21 @@ def test_a_missing_bucket_is_a_missing_root_that_run_cannot_make(seaweed: Seawee
             wrong.create_root()
     finally:
         wrong.close()
+
+
+def test_a_deleted_tree_leaves_no_directory_listed_a_hadoop_marker_included(
+        storage: S3Storage) -> None:
+    """SeaweedFS keeps the directory of a deleted key and lists it as a prefix; Hadoop's
+    S3A (Spark's compaction) writes a key ``<dir>/`` for each directory it makes. Deleted
+    through this backend (compaction's recovery before Spark: StoreFs), a swap's staging
+    dir must go from its parent's listing, or the next recovery takes it for a crashed
+    run's."""
+    storage.put_exclusive("w/g1/part-00000.parquet", b"x")
+    storage.put_exclusive("w/g1/00000/part-00001.parquet", b"y")
+    storage._client.put_object(Bucket=storage.bucket, Key=storage._key("w/g2") + "/",
+                               Body=b"")  # what S3A's mkdirs writes
+    storage.put_exclusive("w/keep.json", b"{}")
+    fs = StoreFs(storage, storage.uri)
+    fs.delete_tree("w/g1")
+    fs.delete_tree("w/g2")
+    assert [(e.name, e.is_dir) for e in storage.list("w")] == [("keep.json", False)]
