@@ -39,7 +39,8 @@ AddBlockOps, and one ``complete`` per file created, which no counter shows). Eac
 file (published data and quarantine files) and per 1M events; ratios webhdfs over
 local. Medians over the repeats. The load average is printed with every run: the
 machine may be shared. Exits 0 whatever the numbers: a benchmark reports, it does not
-fail a build.
+fail a build; without Java or Maven (or the jars) it says why HDFS cannot start, and exits
+0 too, having run nothing.
 """
 
 from __future__ import annotations
@@ -310,8 +311,13 @@ def main(argv: list[str] | None = None) -> int:
     from garmexport.settings.config import OutputConfig
     from garmexport.storage.open import open_storage
     from garmexport.storage.options import from_output
-    from tests.hdfs_cluster import mini_hdfs
+    from tests.hdfs_cluster import HdfsUnavailable, hadoop_jars, launcher_classes, mini_hdfs
 
+    try:  # before the broker: fetched or compiled once, and what is missing said at once
+        launcher_classes(hadoop_jars())
+    except HdfsUnavailable as exc:
+        print(f"bench_hdfs: no HDFS here, nothing run: {exc}")
+        return 0
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-hdfs-"))
     work.mkdir(parents=True, exist_ok=True)
     topic = "garmadon"
@@ -373,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(result, indent=2))
         print(f"\nwrote {out_path}")
+    except HdfsUnavailable as exc:
+        print(f"bench_hdfs: HDFS did not start, nothing measured: {exc}")
     finally:
         if broker is not None:
             broker.stop()
