@@ -229,7 +229,8 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
         summary.swaps_pending = len(held)
     else:
         recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock, ctx.crash)
-        summary.rolled_forward = recovered.rolled_forward
+        summary.rolled_forward = recovered.rolled_forward + len(recovered.waiting)
+        summary.rolled_forward_waited = len(recovered.waiting)
         summary.rolled_back = recovered.rolled_back
         ctx.waiting.extend(recovered.waiting)
         held = {(w.journal.output, w.journal.day) for w in recovered.waiting}

@@ -190,9 +190,14 @@ class Waiting:
 
 @dataclass(frozen=True)
 class Recovered:
+    """What :func:`recover_all` did with what killed runs left (each also logged as
+    ``compaction_rolled_forward`` or ``compaction_rolled_back``)."""
+
+    #: journaled swaps finished
     rolled_forward: int
+    #: staging dirs without a journal deleted
     rolled_back: int
-    #: swaps taken to their view, for the run's wait to flip and finish
+    #: journaled swaps taken to their view, for the run's wait to flip and finish
     waiting: tuple[Waiting, ...] = ()
 
 
@@ -243,13 +248,13 @@ def recover_all(fs: FileOps, locator: Locator | None = None, now_ms: int = 0,
             if outcome.due_at_ms is not None:  # at its view, for the run's wait to finish
                 waiting.append(Waiting(journal, outcome.due_at_ms))
                 live.add(journal.generation)
-                log_event(log, "compaction_swap_waiting", output=output, day=day,
-                          generation=journal.generation,
+                log_event(log, "compaction_rolled_forward", output=output, day=day,
+                          generation=journal.generation, finished=False,
                           due_in_s=round(max(0, outcome.due_at_ms - clock()) / 1000, 1))
                 continue
             forward += 1
             log_event(log, "compaction_rolled_forward", output=output, day=day,
-                      generation=journal.generation)
+                      generation=journal.generation, finished=True)
         for e in fs.list(base):  # staging dirs with no journal, journal temp files
             if parse_work_entry(e.name) in live:
                 continue  # the staging dir and flip record of a waiting swap

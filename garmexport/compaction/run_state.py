@@ -28,7 +28,11 @@ class Summary:
     bytes_out: int = 0
     rows: int = 0
     files_left: int = 0
+    #: swaps a killed run left committed (a journal), taken forward by this run: finished
+    #: at its start, or (``rolled_forward_waited`` of them) flipped and finished by its wait
     rolled_forward: int = 0
+    rolled_forward_waited: int = 0
+    #: uncommitted swaps a killed run left (a staging dir, no journal), deleted
     rolled_back: int = 0
     views_deleted: int = 0
     complete_written: int = 0
@@ -69,10 +73,15 @@ class Summary:
         return (f"compaction: {self.days_compacted} days, files {self.files_in} -> "
                 f"{self.files_out}, {self.bytes_in / mb:.1f} MiB -> {self.bytes_out / mb:.1f} "
                 f"MiB, {self.rows} rows, {self.files_left} files left, recovered "
-                f"{self.rolled_forward} forward / {self.rolled_back} back, "
+                f"{self.rolled_forward} forward{self._waited()} / {self.rolled_back} back, "
                 f"{len(self.problems)} problems, {self.seconds:.1f} s; longest swap window "
                 f"{self.max_swap_s:.3f} s; waited {self.waited_s:.0f} s for the grace of "
                 f"{self.swaps_waited} swaps")
+
+
+    def _waited(self) -> str:
+        n = self.rolled_forward_waited
+        return f" ({n} after waiting out the grace)" if n else ""
 
 
 @dataclass(frozen=True)

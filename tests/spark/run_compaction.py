@@ -12,7 +12,8 @@ so a test can time a kill, then the run's summary line.
 session for many runs, each asked for by a file ``REQUESTS/<n>.json`` (``{"root", "now_ms",
 "target", "database", "grace_s"}``, and ``"pause": true`` to stop at every swap step:
 :data:`~garmexport.compaction.swap.PAUSE_ENV`; ``{"stop": true}`` ends the loop), printing into
-``<n>.out`` what a single run prints and leaving its exit status in ``<n>.code``; with
+``<n>.out`` what a single run prints, its log (JSON lines) into ``<n>.log``, and leaving its
+exit status in ``<n>.code``; with
 ``"before_spark": true`` the run is ``compact``'s: the swaps are first recovered without
 Spark (:func:`~garmexport.compaction.before_spark.finish_swaps`), then the step
 ``spark-start`` stands for Spark's start-up (the session is up already), then the run,
@@ -25,6 +26,7 @@ largest cost of that test (a fresh session per retry took 12 of its starts).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -40,6 +42,7 @@ from garmexport.compaction.recover import Recovered
 from garmexport.compaction.spark_job import build_session
 from garmexport.compaction.swap import PAUSE_ENV, crash_point
 from garmexport.hive.tables import TableNaming
+from garmexport.observe.logs import configure
 from tests.spark.conftest import local_spark_conf
 
 
@@ -101,7 +104,10 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
         code = 0
         if doc.get("pause"):
             os.environ[PAUSE_ENV] = "1"
-        with open(Path(requests, f"{n}.out"), "w") as out:
+        with open(Path(requests, f"{n}.out"), "w") as out, \
+                open(Path(requests, f"{n}.log"), "w") as log:
+            configure("json", "INFO", stream=log)
+            logging.getLogger("py4j").setLevel(logging.WARNING)
             try:
                 compact_once(spark, out, doc["root"], int(doc["now_ms"]), int(doc["target"]),
                              True, doc["database"], float(doc["grace_s"]),
@@ -111,6 +117,7 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
                 code = 1
             finally:
                 os.environ.pop(PAUSE_ENV, None)
+                configure("text", "WARNING")  # the file closes: back to stderr
         done = Path(requests, f"{n}.code.tmp")
         done.write_text(str(code))
         os.replace(done, Path(requests, f"{n}.code"))

@@ -151,6 +151,12 @@ class Retrier:
     def stop(self) -> None:
         write_whole(self.requests / f"{self.count}.json", '{"stop": true}')
 
+    def events(self) -> list[dict[str, Any]]:
+        """The log events of the last run, in order."""
+        path = self.requests / f"{self.count - 1}.log"
+        return [json.loads(line) for line in path.read_text().splitlines()
+                if line.startswith("{")]
+
     def run(self, root: str, database: str, timeout_s: float = 600,
             on_step: Callable[[int, str], None] | None = None, before_spark: bool = False
             ) -> tuple[int, list[tuple[float, str]]]:
@@ -285,6 +291,21 @@ def assert_day_exact(root: str, keys: list[tuple[int, int]]) -> None:
     assert doc is not None and doc["rows"] == len(keys)
 
 
+def recovered_said(step: str) -> str:
+    """The pattern of what a retry's summary line says it recovered after a kill at
+    ``step``: every journal and staging dir a killed run leaves is counted (issue 40)."""
+    if step == "before-journal":  # staging written, no journal: undone
+        return r"recovered 0 forward / 1 back"
+    if step == COMPLETE_STEP:  # the swap was over: nothing left
+        return r"recovered 0 forward / 0 back"
+    waited = r" \(1 after waiting out the grace\)"
+    if step == "waiting":  # due already if the retry came later than the grace
+        return rf"recovered 1 forward({waited})? / 0 back"
+    if step in UNTOUCHED:  # the retry's wait flips and finishes it
+        return rf"recovered 1 forward{waited} / 0 back"
+    return r"recovered 1 forward / 0 back"  # in its grace's end: finished at once
+
+
 @pytest.mark.parametrize("step", [*STEPS, COMPLETE_STEP])
 def test_a_compaction_killed_at_any_step_never_shows_a_metastore_reader_a_row_twice(
         reader: Reader, retrier: Retrier, metastore: Any, tmp_path: Path, step: str) -> None:
@@ -304,6 +325,7 @@ def test_a_compaction_killed_at_any_step_never_shows_a_metastore_reader_a_row_tw
 
     code, lines = retrier.run(root, database)
     assert code == 0, lines[-20:]
+    assert re.search(recovered_said(step), lines[-1][1]), lines[-1][1]  # the summary line
     [started_at] = [t for t, line in lines if line == "starting"]  # Spark is up
     reader.wait(step, SETTLE_SAMPLES)  # the day after the retry
     reader.idle()
@@ -512,6 +534,12 @@ def test_a_file_published_at_every_step_of_a_swap_killed_at_its_commit_point_nev
                  "mid-publish", "after-publish", "mid-delete", "after-delete", "after-unflip"):
         assert step in retried, retried  # the retry stopped there and a file was published
     assert not behind, f"the table lacked published rows outside the wait: {behind}"
+    # what the killed run left is counted: the recovery before Spark took the swap to its
+    # view, the Spark run's recovery found it waiting, its wait finished it
+    assert re.search(recovered_said("after-journal"), lines[-1][1]), lines[-1][1]
+    said = [(e["event"], e.get("finished")) for e in retrier.events()
+            if e.get("event", "").startswith("compaction_rolled_")]
+    assert said == [("compaction_rolled_forward", False)] * 2, said  # before Spark, in it
 
     published = set(keys) | set(late.keys)
     meta = [s for s in reader.samples(tag) if s["way"] == "metastore"]

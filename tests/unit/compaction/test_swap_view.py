@@ -521,3 +521,37 @@ def test_the_wait_crash_point_and_the_window_of_a_swap_that_waited() -> None:
     assert steps[5:] == ["mid-publish", "after-publish", "mid-delete", "after-delete",
                          "after-unflip"]
 
+
+def test_a_relaunch_says_what_it_did_with_each_swap_a_killed_run_left(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 40: a run killed a few seconds after ``compaction_start``, its journal and
+    staging dir written, was relaunched, and the relaunch's summary said ``recovered 0
+    forward / 0 back``: the swap it took to its wait was counted nowhere. Every journal
+    and staging dir a killed run left is counted and logged, whatever was done with it."""
+    from garmexport.cli.compact import counted
+    from garmexport.compaction.run_state import Summary
+
+    journal, world = make_grace(1, 2)
+    world.now = 5_000
+
+    def die(step: str) -> None:
+        if step == "after-journal":
+            raise Crash
+    with pytest.raises(Crash):
+        commit(world.fs, journal, die, world.locate, 1000, 60.0, world.clock)
+    orphan = staging_path(OUT, "2026-11-02", 1)  # an uncommitted swap of another day
+    world.fs.files[f"{orphan}/part-00000.parquet"] = b"x"
+
+    with caplog.at_level("INFO", logger="garmexport.compaction.recover"):
+        early = recover_all(world.fs, world.locate, 2000, 60.0, world.clock)
+    assert (early.rolled_forward, early.rolled_back, len(early.waiting)) == (0, 1, 1)
+    said = [(r.getMessage(), getattr(r, "garmexport_fields", {})) for r in caplog.records]
+    assert ("compaction_rolled_forward", {"output": OUT, "day": DAYNAME, "generation": 3,
+                                          "finished": False, "due_in_s": 60.0}) in said, said
+    assert ("compaction_rolled_back", {"output": OUT, "day": "2026-11-02",
+                                       "staging": "g000001"}) in said, said
+
+    summary = Summary(rolled_forward=1, rolled_forward_waited=1)  # the Spark run's count
+    line = counted(summary, early).line()
+    assert "recovered 1 forward (1 after waiting out the grace) / 1 back" in line, line
+    assert "recovered 0 forward / 0 back" in Summary().line()
