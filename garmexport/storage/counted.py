@@ -5,8 +5,8 @@ event is a cost of its own (README, Sizing). :class:`CountedStorage` wraps the s
 exporter opens and calls ``count(op)`` before each call it passes on: ``list``, ``read``,
 ``read_tail``, ``exists``, ``put`` (a file created under its final name: a data file, an
 intent or a marker; a temp file and an exclusive rename, or a conditional copy on an
-object store, or created in place for an empty intent on a local disk: the store's own
-``put_exclusive``), ``stage``, ``publish`` and ``discard`` (the same steps called one by
+object store, or created in place for an empty intent on a local disk or HDFS: the
+store's own ``put_exclusive``), ``stage``, ``publish`` and ``discard`` (the same steps called one by
 one), and ``delete`` (a temp file's or a directory's removal by the temp collection counts
 as ``delete`` too). ``gc_temp`` is the base class's, over the counted calls. Nothing else
 changes: each call goes to the wrapped store's own method, whose errors, retries and

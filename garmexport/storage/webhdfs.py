@@ -10,13 +10,20 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   HDFS RENAME makes no parents (a missing one is a false answer, as a taken name is),
   and the parent exists for every file of a directory but its first, so it is made
   only then, not before every RENAME: a data file's stage and publish ask the NameNode
-  three times (CREATE, GETFILESTATUS, RENAME), not four. HDFS rename never replaces an existing file: it
-  answers ``{"boolean": false}``, and then (or when the answer is lost: dropped
+  three times (CREATE, GETFILESTATUS, RENAME), not four. HDFS rename never replaces an
+  existing file: it answers ``{"boolean": false}``, and then (or when the answer is lost: dropped
   connection, 5xx) the outcome is settled from the namespace: the target holds our
   fileId -> done; the target exists otherwise -> PublishConflict; the target is missing
   -> StorageError (retryable, the staged file is kept). Servers that omit ``fileId``
   fall back to "temp gone and target has our size", which is weaker. The NameNode logs
   the rename to its edit log before answering, so a returned publish is durable.
+- an empty file (an intent) has no bytes that could be seen torn, so ``put_exclusive``
+  creates it in place: a CREATE with ``overwrite=false`` of its final name, which HDFS
+  refuses when the name exists (FileAlreadyExistsException: PublishConflict) and which
+  makes missing parents; the NameNode is asked once instead of three times (no
+  GETFILESTATUS, no RENAME), and nothing is left under ``_tmp``. An unanswered attempt
+  is repeated; if the repeat finds the name taken, an empty file there is settled as
+  done (it holds exactly these bytes, whoever made it), anything else is a conflict.
 - idempotent calls (GETFILESTATUS, LISTSTATUS, OPEN, MKDIRS, DELETE) are retried inside
   the backend on connection errors and 5xx, briefly (``output.hdfs_attempts``, 3, paced
   by ``hdfs_retry_initial_s``/``hdfs_retry_max_s``: 0.1 s then 0.2 s apart by default):
@@ -84,6 +91,10 @@ _REFUSED_BEFORE_CREATE = frozenset({"AccessControlException"})
 
 class _Transient(StorageError):
     """Connection error, 5xx or no active NameNode: the call may succeed if repeated."""
+
+
+class _Taken(StorageError):
+    """A CREATE found its name taken (FileAlreadyExistsException)."""
 
 
 class WebHdfsStorage(Storage):
@@ -202,6 +213,22 @@ class WebHdfsStorage(Storage):
     def _stage_once(self, data: bytes) -> Staged:
         rel = paths.new_tmp_path(self.instance)
         full = self._abs(rel)
+        self._write(full, data, remove_on_failure=True)
+        try:
+            st = self._status(full)
+            if st is None or int(st["length"]) != len(data):
+                raise StorageError(f"staged {full} is missing or has the wrong size")
+        except StorageError:
+            self._delete_quietly(full)
+            raise
+        return Staged(f"{st.get('fileId', '')}:{rel}", len(data))
+
+    def _write(self, full: str, data: bytes, *, remove_on_failure: bool) -> None:
+        """A two-step CREATE (``overwrite=false``) of ``full`` holding ``data``: the
+        NameNode's redirect, then the data to the DataNode it names. Raises _Transient
+        when a repeat may succeed, _Taken when ``full`` exists, or the refusal.
+        ``remove_on_failure``: delete what a failed CREATE may have left at ``full`` (a
+        temp file; never a final name, which may be another owner's)."""
         leftover = True  # whether a failure may have left a file at ``full``
         try:
             res = self._once(self._client._create, full, overwrite="false")
@@ -220,15 +247,36 @@ class WebHdfsStorage(Storage):
                     raise _Transient(f"CREATE {full} (data): {_remote_message(put)}")
                 if put.status_code >= 500:
                     raise _Transient(f"CREATE {full} (data): {_remote_message(put)}")
+                if exception == "FileAlreadyExistsException":
+                    leftover = False  # the file there is not this CREATE's
+                    raise _Taken(f"CREATE {full} (data): {_remote_message(put)}")
                 raise _refusal(f"CREATE {full} (data)", put)
-            st = self._status(full)
-            if st is None or int(st["length"]) != len(data):
-                raise StorageError(f"staged {full} is missing or has the wrong size")
         except StorageError:
-            if leftover:  # made, then refused (a quota, a failover); a partial file
+            if remove_on_failure and leftover:  # made, then refused; a partial file
                 self._delete_quietly(full)
             raise
-        return Staged(f"{st.get('fileId', '')}:{rel}", len(data))
+
+    def put_exclusive(self, path: str, data: bytes) -> None:
+        if data:
+            super().put_exclusive(path, data)
+            return
+        full = self._abs(path)
+        unanswered = False  # whether an attempt went unanswered: it may have made the file
+
+        def once() -> None:
+            nonlocal unanswered
+            try:
+                self._write(full, b"", remove_on_failure=False)
+            except _Transient:
+                unanswered = True
+                raise
+            except _Taken:
+                st = self._status(full) if unanswered else None
+                if st is not None and st["type"] == "FILE" and int(st["length"]) == 0:
+                    return  # an unanswered attempt made it, or another the same empty file
+                raise PublishConflict(path) from None
+
+        retry(once, **self._retry)
 
     def _next_namenode(self, redirected_by: str) -> None:
         """The NameNode that redirected a CREATE is a standby (the DataNode says so): send
