@@ -1,17 +1,23 @@
 """A WebHDFS test double: a small HTTP server speaking the documented REST protocol.
 
-THIS IS NOT HDFS. No NameNode or DataNode can run on the test machines, so the WebHDFS
-backend is tested against this server, written from the WebHDFS REST API documentation
-(Apache Hadoop, "WebHDFS REST API"). It keeps files in a local directory and implements
-what garmexport and the ``hdfs`` client use:
+THIS IS NOT HDFS. The WebHDFS backend is tested against a real NameNode and DataNodes
+(Hadoop's MiniDFSCluster, ``tests/hdfs_cluster.py``, ``tox -e hdfs``); this server stands in
+for them in the fast tiers of ``tox`` and for what a real cluster cannot be made to do on
+demand (503s, connections dropped before or after the work, a request held unanswered).
+Written from the WebHDFS REST API documentation (Apache Hadoop, "WebHDFS REST API") and
+held to the real cluster's answers question by question
+(``tests/hdfs/test_namenode_answers.py``). It keeps files in a local directory and
+implements what garmexport and the ``hdfs`` client use:
 
 - prefix ``/webhdfs/v1``; ops GETFILESTATUS, LISTSTATUS, MKDIRS, CREATE and APPEND (two
   steps: the "NameNode" answers 307 with a Location on the same server carrying
   ``datanode=true``, the client then sends the data there, plain or chunked), OPEN
-  (``offset``/``length``, also through a 307), RENAME (``{"boolean": false}`` when the
-  source is missing, the target exists or its parent is missing; never overwrites; a
-  target that is a directory receives the source inside it, as HDFS does), DELETE
-  (``recursive``);
+  (``offset``/``length``, also through a 307; an offset at or past the end of a file that
+  is not empty is the NameNode's IOException, with no redirect), RENAME (``{"boolean":
+  false}`` when the source is missing, the target exists or its parent is missing; true
+  onto itself; never overwrites; a target that is a directory receives the source inside
+  it, as HDFS does), DELETE (``recursive``); a file being written is listed, with length
+  0, from its DataNode step on;
 - errors as ``{"RemoteException": {"exception", "javaClassName", "message"}}`` with the
   status codes of Hadoop's ExceptionHandler (404 FileNotFound, 403 IOException and its
   subclasses such as FileAlreadyExists and Standby, 400 IllegalArgument);
@@ -261,6 +267,11 @@ class _Handler(BaseHTTPRequestHandler):
         java = {"FileNotFoundException": "java.io", "IOException": "java.io",
                 "StandbyException": "org.apache.hadoop.ipc",
                 "AccessControlException": "org.apache.hadoop.security",
+                "FileAlreadyExistsException": "org.apache.hadoop.fs",
+                "ParentNotDirectoryException": "org.apache.hadoop.fs",
+                "PathIsNotEmptyDirectoryException": "org.apache.hadoop.fs",
+                "SafeModeException": "org.apache.hadoop.hdfs.server.namenode",
+                "DSQuotaExceededException": "org.apache.hadoop.hdfs.protocol",
                 "IllegalArgumentException": "java.lang"}.get(exc.exception, "org.apache.hadoop")
         self._json({"RemoteException": {"exception": exc.exception, "message": exc.message,
                                         "javaClassName": f"{java}.{exc.exception}"}},
@@ -270,7 +281,11 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         op = q.get("op", "").upper()
-        body = self._body() if method in ("PUT", "POST") else b""
+        # a CREATE's data is read by its DataNode step once the (empty) file is in the
+        # namespace, as HDFS lists a file being written (length 0) to other clients
+        streamed = method == "PUT" and op == "CREATE" and q.get("datanode") == "true"
+        self._body_read = not streamed
+        body = self._body() if method in ("PUT", "POST") and not streamed else b""
         faults = self.server.faults
         with faults.lock:
             faults.requests.append((method, op, url.path))
@@ -309,6 +324,8 @@ class _Handler(BaseHTTPRequestHandler):
         if drop is not None:  # the work is done, the answer is lost: an ambiguous call
             self.close_connection = True
             return
+        if not self._body_read:  # refused before its data was read: drop the rest
+            self.close_connection = True
         reply()
 
     def _refuse(self, op: str, path: str, q: dict[str, str], datanode: bool) -> None:
@@ -429,12 +446,16 @@ class _Handler(BaseHTTPRequestHandler):
                 os.makedirs(os.path.dirname(full), exist_ok=True)
             except (FileExistsError, NotADirectoryError):
                 raise RemoteError("ParentNotDirectoryException", f"parent of {path}") from None
-            with open(full, "wb") as f:
-                if self.server.faults.quota_exceeded:  # made, empty; its first block refused
-                    raise RemoteError("DSQuotaExceededException", "The DiskSpace quota of / is "
-                                      "exceeded: quota = 1048576 B = 1 MB but diskspace "
-                                      "consumed = 268435456 B = 256 MB")
-                f.write(body)
+            with open(full, "wb"):
+                pass  # in the namespace now, empty, while its data comes
+            if self.server.faults.quota_exceeded:  # made, empty; its first block refused
+                raise RemoteError("DSQuotaExceededException", "The DiskSpace quota of / is "
+                                  "exceeded: quota = 1048576 B = 1 MB but diskspace "
+                                  "consumed = 268435456 B = 256 MB")
+        data = self._body()
+        self._body_read = True
+        with open(full, "ab") as f:
+            f.write(data)
         loc = f"hdfs://127.0.0.1{quote(path)}"
         return lambda: self._send(201, b"", {"Location": loc})
 
@@ -451,6 +472,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _op_GET_OPEN(self, path: str, q: dict, body: bytes) -> Reply:
         if q.get("datanode") != "true":
+            # the NameNode refuses an offset past the end itself, before any redirect
+            full = self.server.local(path)
+            size = os.path.getsize(full) if os.path.isfile(full) else 0
+            offset = int(q.get("offset") or 0)
+            if offset < 0 or (size > 0 and offset >= size):
+                raise RemoteError("IOException", f"Offset={offset} out of the range "
+                                  f"[0, {size}); OPEN, path={path}")
             return self._redirect(q)
         full = self.server.local(path)
         if not os.path.isfile(full):
@@ -473,7 +501,7 @@ class _Handler(BaseHTTPRequestHandler):
             src, dst = self.server.local(path), self.server.local(dest)
             if os.path.isdir(dst):
                 dst = os.path.join(dst, os.path.basename(src))
-            ok = (os.path.exists(src) and not os.path.exists(dst)
+            ok = (os.path.exists(src) and (not os.path.exists(dst) or dst == src)
                   and os.path.isdir(os.path.dirname(dst)) and src != self.server.data_dir)
             if ok:
                 os.rename(src, dst)  # the lock makes check-and-rename atomic here
