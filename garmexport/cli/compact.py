@@ -4,8 +4,11 @@
 :func:`main` turns ``args`` and the frozen config into :class:`CompactOptions`
 (an option given on the command line wins over ``[compaction]`` in the config), finishes
 the swaps a crashed run left where that needs no Spark (:mod:`.compaction.before_spark`:
-seconds instead of a Spark start), starts Spark, runs one compaction, prints the summary
-and returns the exit code (0: done, 1: some files had problems and were left alone).
+seconds instead of a Spark start), starts Spark with its Hadoop client told what
+``[output]`` tells the exporter (:mod:`.compaction.hadoop_conf`: the HDFS user, the
+bucket's S3A settings, and a clear error when Spark has no file system for the root),
+runs one compaction, prints the summary and returns the exit code (0: done, 1: some files
+had problems and were left alone).
 Errors of the protocol or the store propagate.
 """
 
@@ -18,6 +21,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from garmexport.compaction import hadoop_conf
 from garmexport.compaction.before_spark import finish_swaps
 from garmexport.compaction.fs import open_fs
 from garmexport.compaction.recover import Recovered
@@ -131,18 +135,25 @@ def main(args: argparse.Namespace, config: Any) -> int:
     if opts.root_uri.startswith("file://"):
         require(open_fs(None, opts.root_uri).root_state(), root, setting)
     metastore_uri = _opt(args, "metastore_uri", config.hive.metastore_uri)
+    store = from_output(config.output)
     early = Recovered(0, 0)
     if not opts.dry_run:  # a crashed run's swap first: readers wait for it, not for Spark
-        early = finish_swaps(opts.root_uri, config.output.root, from_output(config.output),
+        early = finish_swaps(opts.root_uri, config.output.root, store,
                              metastore_uri if opts.hive else "", config.hive.timeout_s,
                              opts.tables, opts.lease_wait_s, int(time.time() * 1000),
                              opts.grace_s)
     started = time.monotonic()
+    # Spark's Hadoop client reaches the root as the exporter does (hadoop_conf): the HDFS
+    # user at the JVM's launch, the S3A settings in the running session
+    given = spark_conf(args)
+    launch = hadoop_conf.with_java_options(given, hadoop_conf.java_options(opts.root_uri, store))
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
-                          metastore_uri, spark_conf(args), log_level=_opt(
+                          metastore_uri, launch, log_level=_opt(
                               args, "spark_log_level", config.compaction.spark_log_level))
     log_event(log, "compaction_spark_ready", seconds=round(time.monotonic() - started, 1))
     try:
+        hadoop_conf.apply(spark, hadoop_conf.hadoop_settings(opts.root_uri, store), given)
+        hadoop_conf.check_scheme(spark, opts.root_uri, setting)
         fs = open_fs(spark, opts.root_uri)
         require(fs.root_state(), root, setting)
         summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: counted(

@@ -14,7 +14,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from garmexport.compaction import complete
+from garmexport.compaction import complete, hadoop_conf
+from garmexport.errors import ConfigError
 from garmexport.storage.base import ROOT_DIRECTORY, ROOT_MISSING, ROOT_NOT_DIRECTORY
 from garmexport.compaction.fs import HadoopFs, LocalFs
 from garmexport.compaction.job import CompactOptions, Summary, run
@@ -239,6 +240,25 @@ def test_both_file_systems_look_at_a_root_without_making_it(spark: Any, tmp_path
         assert make(str(tmp_path / "a-file")).root_state() == ROOT_NOT_DIRECTORY
         assert make(str(tmp_path / "typo")).root_state() == ROOT_MISSING
         assert not (tmp_path / "typo").exists()
+
+
+def test_a_root_spark_has_no_file_system_for_is_named_with_what_to_add(spark: Any) -> None:
+    """pip's pyspark has Hadoop's HDFS client and no S3A: ``compact`` says so before its
+    first file call (cli/compact.py), and sets the bucket's S3A settings in the running
+    session, leaving those the user gave with --spark-conf."""
+    setting = "output.root (GARMEXPORT_OUTPUT_ROOT)"
+    with pytest.raises(ConfigError, match=r"Spark's root 's3a://b/out' \(from output\.root "
+                       r".*no s3a:// file system .*S3AFileSystem.*hadoop-aws:3\.5\.0"):
+        hadoop_conf.check_scheme(spark, "s3a://b/out", setting)
+    hadoop_conf.check_scheme(spark, "hdfs://127.0.0.1:1/out", setting)
+    hadoop_conf.check_scheme(spark, "file:///out", setting)
+    settings = {"fs.s3a.bucket.b.endpoint": "http://127.0.0.1:1",
+                "fs.s3a.bucket.b.endpoint.region": "eu-west-3"}
+    given = {"spark.hadoop.fs.s3a.bucket.b.endpoint.region": "us-west-2"}
+    assert hadoop_conf.apply(spark, settings, given) == ["fs.s3a.bucket.b.endpoint"]
+    conf = spark._jsc.hadoopConfiguration()
+    assert conf.get("fs.s3a.bucket.b.endpoint") == "http://127.0.0.1:1"
+    assert conf.get("fs.s3a.bucket.b.endpoint.region") is None  # left to --spark-conf
 
 
 def test_hadoop_file_operations_work_through_the_spark_jvm(spark: Any, tmp_path: Path) -> None:
