@@ -49,9 +49,14 @@ def cache_dir() -> Path:
 
 def hadoop_jars() -> Path:
     """The directory of Hadoop's jars, fetched with Maven on first use (about 20 s, 110 MB)."""
-    lib = cache_dir() / "lib"
+    return maven_jars(POM, cache_dir() / "lib")
+
+
+def maven_jars(pom: Path, lib: Path) -> Path:
+    """``lib`` holding the jars ``pom`` depends on, fetched with Maven unless already there
+    for this version of ``pom``."""
     stamp = lib / ".complete"
-    if stamp.is_file() and stamp.read_text() == _digest(POM):
+    if stamp.is_file() and stamp.read_text() == _digest(pom):
         return lib
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -59,15 +64,15 @@ def hadoop_jars() -> Path:
     lib.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="lib-", dir=lib.parent))
     proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+        [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
          f"-DoutputDirectory={tmp}"], capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise HdfsUnavailable(f"mvn could not fetch Hadoop's jars (exit {proc.returncode}): "
+        raise HdfsUnavailable(f"mvn could not fetch the jars of {pom} (exit {proc.returncode}): "
                               f"{(proc.stdout + proc.stderr)[-2000:]}")
     shutil.rmtree(lib, ignore_errors=True)
     tmp.rename(lib)  # whole or not at all: a killed fetch leaves no half a directory
-    stamp.write_text(_digest(POM))
+    stamp.write_text(_digest(pom))
     return lib
 
 

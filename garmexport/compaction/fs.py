@@ -216,7 +216,24 @@ class HadoopFs:
         self._fs.delete(self._p(path), False)
 
     def delete_tree(self, path: str) -> None:
-        self._fs.delete(self._p(path), True)
+        p = self._p(path)
+        self._fs.delete(p, True)
+        if self._fs.exists(p):  # emptied directories an object store kept (below)
+            self._delete_empty_dirs(p)
+
+    def _delete_empty_dirs(self, p: Any) -> None:
+        """Delete the directories left below ``p``, deepest first, then ``p``.
+
+        S3A deletes a tree by deleting the keys a recursive listing finds; SeaweedFS lists
+        no directories there but keeps every emptied one (and lists it, to S3A too, as
+        a directory), so a swap's staging dir outlived its delete and the next run took
+        it for a crashed run's. Deleted one by one, each empty directory goes (S3A then
+        deletes its own key, which SeaweedFS honours).
+        """
+        for status in self._fs.listStatus(p):
+            if status.isDirectory():
+                self._delete_empty_dirs(status.getPath())
+        self._fs.delete(p, True)
 
 
 def open_fs(spark: Any, uri: str) -> FileOps:

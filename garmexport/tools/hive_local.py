@@ -21,7 +21,9 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from garmexport.tools.embedded_broker import free_port
 
@@ -39,7 +41,8 @@ def spark_home() -> Path:
 
 
 def _site(props: dict[str, str]) -> str:
-    return _SITE.format("\n".join(f"  <property><name>{k}</name><value>{v}</value></property>"
+    return _SITE.format("\n".join(f"  <property><name>{escape(k)}</name>"
+                                  f"<value>{escape(v)}</value></property>"
                                   for k, v in props.items()))
 
 
@@ -95,9 +98,16 @@ def _env() -> dict[str, str]:
     return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
-def start_metastore(workdir: Path, port: int = 0, timeout_s: float = 180.0) -> JavaService:
+def start_metastore(workdir: Path, port: int = 0, timeout_s: float = 180.0,
+                    classpath: Sequence[str] = (), site: Mapping[str, str] | None = None
+                    ) -> JavaService:
     """A Derby-backed metastore in ``workdir`` on ``port`` (0: a free one); call again with
-    the same ``workdir`` and port to restart it with its catalog."""
+    the same ``workdir`` and port to restart it with its catalog.
+
+    ``classpath`` adds jars after pyspark's and ``site`` properties to its
+    ``hive-site.xml``: a metastore looks at the location of every table and partition it
+    is given (it makes a missing one), so tables on ``s3a://`` need S3A's jars and the
+    bucket's ``fs.s3a.*`` settings here too."""
     workdir.mkdir(parents=True, exist_ok=True)
     conf = workdir / "metastore-conf"
     conf.mkdir(exist_ok=True)
@@ -109,10 +119,11 @@ def start_metastore(workdir: Path, port: int = 0, timeout_s: float = 180.0) -> J
         "hive.metastore.warehouse.dir": f"file://{workdir / 'warehouse'}",
         # Hive's default async logging needs a jar pyspark does not ship (LMAX disruptor)
         "hive.async.log.enabled": "false",
+        **(site or {}),
     }))
     port = port or free_port()
-    jars = spark_home() / "jars"
-    args = ["java", "-Xmx512m", f"-Dderby.system.home={workdir}", "-cp", f"{conf}:{jars}/*",
+    jars = ":".join([f"{spark_home() / 'jars'}/*", *classpath])
+    args = ["java", "-Xmx512m", f"-Dderby.system.home={workdir}", "-cp", f"{conf}:{jars}",
             "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port)]
     return JavaService("hive metastore", args, port, workdir / "metastore.log",
                        _env()).start(timeout_s)

@@ -170,9 +170,10 @@ def test_the_shipped_app_and_nightly_job_run_as_defined_against_local_stand_ins(
             exporter.kill()
             exporter.wait()
 
-    # The Metronome job: Spark cannot read webhdfs:// or hdfs:// here (pip's pyspark has
-    # no HDFS client), so the documented key points it at the same files on the local
-    # disk of the WebHDFS stand-in; the metastore is a real one on loopback.
+    # The Metronome job: the WebHDFS stand-in has no HDFS RPC (hdfs://), which Spark's
+    # Hadoop client needs (pip's pyspark fails on webhdfs://), so the documented key points
+    # it at the same files on the stand-in's local disk; the metastore is a real one on
+    # loopback. tests/hdfs/test_hdfs_compaction.py runs this job on a real cluster.
     env = task_env(job["run"]["env"], sandbox, SPARK_LOCAL_IP="127.0.0.1",
                    GARMEXPORT_COMPACTION_HADOOP_ROOT="file://" + webhdfs.local(HDFS_PATH),
                    GARMEXPORT_HIVE_METASTORE_URI=metastore.uri,
