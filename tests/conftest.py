@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,10 +122,16 @@ def real_hdfs() -> Iterator[MiniHdfs]:
     Not one xdist group: its tests mostly wait (group joins, streams at a set rate), so
     ``tox -e hdfs`` spreads them over workers, each starting its own cluster (about 12 s
     and 0.5 GB), rather than running them all one after the other on one worker."""
+    yield from hdfs_for_fixture()
+
+
+def hdfs_for_fixture(**kwargs: Any) -> Iterator[MiniHdfs]:
+    """A fixture's :func:`mini_hdfs` (``kwargs`` go to it): skipped outside ``tox -e hdfs``
+    (GARMEXPORT_REQUIRE_HDFS unset), failed there when the cluster cannot start."""
     if not HDFS_REQUIRED:
         pytest.skip("real HDFS tests run in `tox -e hdfs` (GARMEXPORT_REQUIRE_HDFS unset)")
     try:
-        ctx = mini_hdfs()
+        ctx = mini_hdfs(**kwargs)
         cluster = ctx.__enter__()
     except HdfsUnavailable as exc:
         pytest.fail(f"a real HDFS cannot start here: {exc}")

@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,11 +187,8 @@ def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | No
                             text=True, cwd=tmp, start_new_session=True,
                             env={**os.environ, **(env or {})})
     try:
-        started = time.monotonic()
         ready = _read_json_line(proc, start_timeout_s, log_path)
-        cluster = MiniHdfs(proc, ready["namenodes"], tmp / "data", log_path)  # type: ignore[arg-type]
-        cluster.start_s = time.monotonic() - started  # type: ignore[attr-defined]
-        yield cluster
+        yield MiniHdfs(proc, ready["namenodes"], tmp / "data", log_path)  # type: ignore[arg-type]
     finally:
         _stop(proc)
         log.close()

@@ -39,9 +39,9 @@ import requests
 
 from garmexport.storage.options import defaults
 from garmexport.storage.webhdfs import WebHdfsStorage
-from tests.conftest import HDFS_REQUIRED
+from tests.conftest import hdfs_for_fixture
 from tests.hdfs.conftest import USER
-from tests.hdfs_cluster import HdfsUnavailable, MiniHdfs, mini_hdfs
+from tests.hdfs_cluster import MiniHdfs
 from tests.integration.harness import (
     Exporter, assert_exact, exporter_env, exporter_runs, produce, produce_in_background,
     topic_ends, wait_caught_up,
@@ -69,19 +69,9 @@ def cluster() -> Iterator[MiniHdfs]:
     failover proxy provider that a real HA cluster's configuration names (MiniDFSCluster
     sets it for its clients only: every CREATE after a restart was refused with
     ``UnknownHostException: minidfs-ns``)."""
-    if not HDFS_REQUIRED:
-        pytest.skip("real HDFS tests run in `tox -e hdfs` (GARMEXPORT_REQUIRE_HDFS unset)")
     conf = {"dfs.replication": "2", "dfs.client.failover.proxy.provider.minidfs-ns":
             "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"}
-    try:
-        ctx = mini_hdfs(ha=True, conf=conf)
-        running = ctx.__enter__()
-    except HdfsUnavailable as exc:
-        pytest.fail(f"a real HDFS cannot start here: {exc}")
-    try:
-        yield running
-    finally:
-        ctx.__exit__(None, None, None)
+    yield from hdfs_for_fixture(ha=True, conf=conf)
 
 
 class Root:
