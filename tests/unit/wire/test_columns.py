@@ -106,9 +106,10 @@ def test_native_and_reference_decoders_agree_when_records_share_a_few_headers(ev
         st.one_of(gs.headers().map(lambda h: h.SerializeToString()),
                   gs.bad_payloads(HEADER)), min_size=1, max_size=4))
     picks = data.draw(st.lists(
-        st.tuples(st.integers(0, len(pool) - 1), gs.frames(event_type)), min_size=2, max_size=60))
+        st.tuples(st.integers(0, len(pool) - 1), gs.stamped_bodies(event_type)), min_size=2,
+        max_size=60))
     values = []
-    for k, (_, stamp, _, body) in picks:
+    for k, (stamp, body) in picks:
         body_bytes = body.SerializeToString()
         values.append(struct.pack(">iqii", event_type.marker, stamp, len(pool[k]), len(body_bytes))
                       + pool[k] + body_bytes)
@@ -370,12 +371,12 @@ def shared_header_frames(event_type, data, bad_bodies: bool = True) -> list[byte
         st.one_of(gs.headers().map(lambda h: h.SerializeToString()),
                   gs.bad_payloads(HEADER)), min_size=1, max_size=4))
     picks = data.draw(st.lists(
-        st.tuples(st.integers(0, len(pool) - 1), gs.frames(event_type),
+        st.tuples(st.integers(0, len(pool) - 1), gs.stamped_bodies(event_type),
                   st.one_of(st.none(), gs.bad_payloads(event_type.message)) if bad_bodies
                   else st.none()),
         min_size=2, max_size=60))
     values = []
-    for k, (_, stamp, _, body), bad_body in picks:
+    for k, (stamp, body), bad_body in picks:
         body_bytes = body.SerializeToString() if bad_body is None else bad_body
         values.append(struct.pack(">iqii", event_type.marker, stamp, len(pool[k]), len(body_bytes))
                       + pool[k] + body_bytes)
