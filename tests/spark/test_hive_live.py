@@ -38,6 +38,9 @@ DELAY_S = 2.0
 #: registration in about 5 s in a CI run (fs, then gc, of 9 pending), so 15 s past the
 #: delay was too short for three tables; what is checked is that they all come, none lost
 AFTER_OUTAGE_S = DELAY_S + 45
+#: the test's own metastore calls (reads, the operator's DROP): under the suite's load a
+#: DROP TABLE with its partitions took past 10 s in a CI run (TTransportException)
+CLIENT_TIMEOUT_S = 60
 
 
 def disk_counts(root: Path) -> dict[tuple[str, str], int]:
@@ -65,7 +68,7 @@ def hive_counts(port: int, database: str, tables: set[str]) -> dict[tuple[str, s
 
 def registered(uri: str, database: str, tables: set[str]) -> dict[tuple[str, str], int]:
     """(table, day) partitions in the metastore (value: 1 per partition)."""
-    ms = Metastore(uri, 10)
+    ms = Metastore(uri, CLIENT_TIMEOUT_S)
     try:
         out: dict[tuple[str, str], int] = {}
         for t in tables:
@@ -172,7 +175,7 @@ def test_a_metastore_killed_for_a_while_delays_registration_and_loses_nothing(
 
 def drop_table(uri: str, database: str, table: str) -> None:
     """DROP TABLE as an operator would (an external table: the files stay)."""
-    ms = Metastore(uri, 10)
+    ms = Metastore(uri, CLIENT_TIMEOUT_S)
     try:
         ms._call(f"drop {database}.{table}", lambda c, t: c.drop_table(database, table, False))
     finally:
@@ -251,7 +254,7 @@ def test_three_instances_registering_the_same_days_leave_one_partition_each(
     assert stats["garmexport_hive_registration_failures_total"] == 0, three_instances["failed"]
     # every instance registered the days it wrote: together at least once each
     assert stats["garmexport_hive_partitions_registered_total"] >= len(on_disk)
-    ms = Metastore(uri, 10)
+    ms = Metastore(uri, CLIENT_TIMEOUT_S)
     try:
         for table in {t for t, _ in on_disk}:
             names = [n for n, _ in ms.columns("three", table) or []]
@@ -272,7 +275,7 @@ def test_compaction_on_the_same_metastore_creates_the_same_tables_and_keeps_coun
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert sum(1 for _ in three_instances["root"].rglob("*.parquet")) < files_before
     uri = f"thrift://127.0.0.1:{metastore.port}"
-    ms = Metastore(uri, 10)
+    ms = Metastore(uri, CLIENT_TIMEOUT_S)
     try:
         for table in tables:  # compact's tables = the exporter's, column for column
             assert ms.columns("compacted", table) == ms.columns("three", table), table
