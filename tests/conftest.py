@@ -25,6 +25,7 @@ from tests.hdfs_cluster import HdfsUnavailable, MiniHdfs, mini_hdfs
 from tests.hypothesis_profiles import register
 from tests.pushgateway import Pushgateway, PushgatewayUnavailable, pushgateway_server
 from tests.system_tools import unavailable
+from tests import spark_archive
 from tests.tier_times import TierTimes
 from tests.seaweed import Seaweed, SeaweedUnavailable, seaweed_server
 from tests.webhdfs_server import WebHdfsServer
@@ -60,6 +61,19 @@ _JVM_GROUPS = (("spark", "spark"), ("reader", "swap"), ("hiveserver", "hive"),
 HDFS_REQUIRED = bool(os.environ.get("GARMEXPORT_REQUIRE_HDFS"))
 
 
+_spark_tests = [0]  # how many this run collected (each xdist worker collects them all)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before a worker's first test of a tier that starts Spark JVMs: the class-data archive
+    they share (tests/spark_archive.py), made once by whichever worker comes first; not for
+    a run of a few Spark tests, which would spend more on making it than it saves."""
+    if item.get_closest_marker("spark") and _spark_tests[0] >= spark_archive.WORTH_IT:
+        item.user_properties.append((spark_archive.PROPERTY,
+                                     spark_archive.ensure(TEST_JVM_FLAGS)))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist) only
         config.pluginmanager.register(TierTimes(), "tier_times")
@@ -69,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # renames each item's node id after its group), so they must be there before it runs.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _spark_tests[0] = sum("spark" in Path(str(item.path)).parts[-3:-1] for item in items)
     for item in items:
         parts = Path(str(item.path)).parts
         for tier in _TIERS:

@@ -13,6 +13,8 @@ from collections import defaultdict
 
 import pytest
 
+from tests import spark_archive
+
 _PHASES = ("setup", "call", "teardown")
 
 
@@ -22,6 +24,7 @@ class TierTimes:
     def __init__(self) -> None:
         self.seconds: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(_PHASES, 0.0))
         self.tests: dict[str, int] = defaultdict(int)
+        self.notes: set[str] = set()
 
     @staticmethod
     def tier(nodeid: str) -> str:
@@ -33,6 +36,8 @@ class TierTimes:
         self.seconds[tier][report.when] += report.duration
         if report.when == "call" or (report.when == "setup" and report.skipped):
             self.tests[tier] += 1
+        self.notes.update(value for name, value in report.user_properties
+                          if name == spark_archive.PROPERTY)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.tests:
@@ -49,3 +54,5 @@ class TierTimes:
                   f"{row['teardown']:>9.1f} {sum(row.values()):>8.1f}")
         write(f"{'all':<12} {sum(self.tests.values()):>6} {totals['setup']:>8.1f} "
               f"{totals['call']:>8.1f} {totals['teardown']:>9.1f} {sum(totals.values()):>8.1f}")
+        for note in sorted(self.notes):  # what made the Spark JVMs start faster, if anything
+            write(note)
