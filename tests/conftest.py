@@ -82,9 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # First: pytest-xdist reads the ``xdist_group`` marks in its own hook of the same name (it
 # renames each item's node id after its group), so they must be there before it runs.
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     _spark_tests[0] = sum("spark" in Path(str(item.path)).parts[-3:-1] for item in items)
-    grouped: set[str] = set()
     for item in items:
         parts = Path(str(item.path)).parts
         for tier in _TIERS:
@@ -93,14 +92,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, group in _JVM_GROUPS:
             if fixture in item.fixturenames:  # type: ignore[attr-defined]
                 item.add_marker(pytest.mark.xdist_group(group))
-                grouped.add(item.nodeid)
                 break
-    if hasattr(config, "workerinput"):
-        # Under xdist the groups go first: ``--dist loadgroup`` hands out work in collection
-        # order, and a group (the ``hive`` one is a quarter of the run) handed out last
-        # kept one worker busy after the others ran out of tests. Serial runs keep the
-        # file order (and their module fixtures set up once).
-        items.sort(key=lambda item: item.nodeid not in grouped)
 
 
 @pytest.fixture(scope="session")
