@@ -10,8 +10,8 @@ is safe at any point: a publish is atomic, and nothing half-written is ever visi
 
 Before a forced exit (a second signal, or the stop still running past its deadline) the
 ``on_forced`` callback of :func:`install` is called with why and the exit code, so that
-the last log line says the stop was forced and what it abandoned; a callback that fails
-does not hold up the exit.
+the last log line says the stop was forced and what it abandoned; a callback that fails,
+or does not return within :data:`FORCED_REPORT_S`, does not hold up the exit.
 
 A reader process (``actors.parallelism`` > 1) is started with these signals blocked
 (:func:`blocked`, inherited across the exec) and calls :func:`record` once its arguments are
@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _requested = threading.Event()
+#: how long a forced exit waits for its ``on_forced`` report before exiting without it
+FORCED_REPORT_S = 2.0
 #: exit code of a second signal: 128 + its number, as a shell reports a process it killed
 EXIT_ON_SECOND = {signal.SIGTERM: 143, signal.SIGINT: 130}
 #: what a supervisor sends its other readers when one ended on its own: a clean stop like a
@@ -114,10 +116,17 @@ def install(hard_deadline_s: float,
     in the deadline's timer thread)."""
 
     def forced(why: str, code: int) -> None:
-        try:
-            on_forced(why, code)
-        except BaseException:  # noqa: BLE001 - the exit must happen whatever the report does
-            pass
+        def report() -> None:
+            try:
+                on_forced(why, code)
+            except BaseException:  # noqa: BLE001 - the exit must happen whatever it does
+                pass
+
+        # in a thread of its own, waited for a while: a stop that hangs may hold a lock the
+        # report needs (a log handler's), and the exit must come all the same
+        reporter = threading.Thread(target=report, name="stop-forced-report", daemon=True)
+        reporter.start()
+        reporter.join(FORCED_REPORT_S)
         os._exit(code)
 
     def deadline() -> None:

@@ -67,3 +67,34 @@ def test_the_supervisors_stop_and_the_operators_signal_together_are_one_stop() -
     assert _run("0", "SIGUSR2", "SIGINT", "SIGINT")[0] == 130
     assert _run("0", "SIGUSR2", "SIGUSR2") == (0, "True signal")
     assert _run("0") == (0, "False signal")
+
+
+_HUNG = """
+import sys, threading, time
+from garmexport.process import stop_signal
+held = threading.Lock()
+held.acquire()  # as a stop hung while holding the lock its report needs
+stop_signal.install(float(sys.argv[1]), lambda why, code: held.acquire())
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_stop_past_its_deadline_exits_even_when_its_report_hangs() -> None:
+    """The deadline's exit (1) comes FORCED_REPORT_S after the deadline at most, whatever the
+    report waits for: before, a report blocked on a lock the hung stop held kept the
+    process alive for good (an exporter that never stopped after SIGTERM in a CI run)."""
+    child = subprocess.Popen([sys.executable, "-c", _HUNG, "0.5"], stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout is not None
+    with child.stdout:
+        assert child.stdout.readline().strip() == "ready"
+        started = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        try:
+            assert child.wait(timeout=15) == 1
+        finally:
+            child.kill()
+            child.wait()
+    assert time.monotonic() - started < 0.5 + stop_signal.FORCED_REPORT_S + 5
