@@ -83,7 +83,6 @@ def pytest_configure(config: pytest.Config) -> None:
 # renames each item's node id after its group), so they must be there before it runs.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    _spark_tests[0] = sum("spark" in Path(str(item.path)).parts[-3:-1] for item in items)
     for item in items:
         parts = Path(str(item.path)).parts
         for tier in _TIERS:
@@ -93,6 +92,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if fixture in item.fixturenames:  # type: ignore[attr-defined]
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+    _spark_tests[0] = sum(item.get_closest_marker("spark") is not None for item in items)
 
 
 @pytest.fixture(scope="session")
