@@ -11,7 +11,12 @@ is safe at any point: a publish is atomic, and nothing half-written is ever visi
 Before a forced exit (a second signal, or the stop still running past its deadline) the
 ``on_forced`` callback of :func:`install` is called with why and the exit code, so that
 the last log line says the stop was forced and what it abandoned; a callback that fails,
-or does not return within :data:`FORCED_REPORT_S`, does not hold up the exit.
+or does not return within :data:`FORCED_REPORT_S`, does not hold up the exit. The deadline
+is a Python timer thread, which needs the interpreter lock: a thread that never lets go of
+it (a C call that does not release it) would stop the timer too, so the first signal also
+arms :mod:`faulthandler`'s watchdog, a C thread that needs no lock, for
+:data:`BACKSTOP_S` later; it writes every thread's stack to stderr (what held the stop)
+and exits 1.
 
 A reader process (``actors.parallelism`` > 1) is started with these signals blocked
 (:func:`blocked`, inherited across the exec) and calls :func:`record` once its arguments are
@@ -22,8 +27,10 @@ supervisor would take for a failed reader).
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +38,9 @@ from contextlib import contextmanager
 _requested = threading.Event()
 #: how long a forced exit waits for its ``on_forced`` report before exiting without it
 FORCED_REPORT_S = 2.0
+#: how long past the deadline the watchdog that needs no interpreter lock exits 1 when the
+#: deadline's own exit has not come (the report's wait, and a margin)
+BACKSTOP_S = FORCED_REPORT_S + 3.0
 #: exit code of a second signal: 128 + its number, as a shell reports a process it killed
 EXIT_ON_SECOND = {signal.SIGTERM: 143, signal.SIGINT: 130}
 #: what a supervisor sends its other readers when one ended on its own: a clean stop like a
@@ -134,6 +144,12 @@ def install(hard_deadline_s: float,
             hard_deadline_s, forced, (f"stop still running after {hard_deadline_s:g} s", 1))
         timer.daemon = True
         timer.start()
+        # the backstop: stderr may be gone (a closed pipe); the timer's exit stands alone
+        try:
+            faulthandler.dump_traceback_later(hard_deadline_s + BACKSTOP_S, exit=True,
+                                              file=sys.stderr)
+        except (ValueError, OSError, AttributeError, RuntimeError):
+            pass
 
     def handle(signum: int, frame: object) -> None:
         if _second(signum):
@@ -153,3 +169,4 @@ def reset() -> None:
     _requested.clear()
     _why[0] = "signal"
     _direct[0] = 0
+    faulthandler.cancel_dump_traceback_later()

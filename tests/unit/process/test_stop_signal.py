@@ -98,3 +98,34 @@ def test_a_stop_past_its_deadline_exits_even_when_its_report_hangs() -> None:
             child.kill()
             child.wait()
     assert time.monotonic() - started < 0.5 + stop_signal.FORCED_REPORT_S + 5
+
+
+_HOLDS_THE_LOCK = """
+import os, re, signal, sys, time
+from garmexport.process import stop_signal
+stop_signal.install(float(sys.argv[1]))
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.2)  # the handler runs: the stop is asked for, its deadline armed
+print("stopping", flush=True)
+# a C call that never releases the interpreter lock for the rest of the process's life
+# (backtracking without end): the deadline's timer thread can never run
+re.match(r"(a+)+$", "a" * 64 + "b")
+"""
+
+
+def test_a_stop_past_its_deadline_exits_even_when_a_thread_never_lets_go_of_the_interpreter(
+        ) -> None:
+    """The watchdog that needs no interpreter lock exits 1 BACKSTOP_S after the deadline,
+    with every thread's stack on stderr: the deadline's own timer is a Python thread, which
+    a main thread stuck in such a C call starves for good."""
+    child = subprocess.Popen([sys.executable, "-c", _HOLDS_THE_LOCK, "0.5"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    try:
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 1 and out.strip() == "stopping", (child.returncode, out, err)
+    assert "most recent call first" in err and "<string>" in err, err
+    assert time.monotonic() - started < 0.5 + stop_signal.BACKSTOP_S + 10
