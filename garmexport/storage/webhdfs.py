@@ -40,7 +40,8 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   client then moves to the next NameNode itself and tries again there.
 - refusals: a DataNode's answer carries the NameNode's Java stack trace in its message,
   which is cut to its first lines. AccessControlException is StorageDenied (a root this
-  user may not write: a configuration error at start-up, :mod:`.root_check`); quotas
+  user may not write: a configuration error at start-up, :mod:`.root_check`), as is a
+  secure NameNode's refusal of the principal acting for ``user`` (doas); quotas
   (DSQuotaExceededException, from the DataNode, once the file is made) and safe mode are
   StorageErrors the exporter retries; the file a refused CREATE made is deleted.
 - Kerberos (``output.hdfs_kerberos``): SPNEGO on every request from a ticket that
@@ -380,8 +381,16 @@ def _remote_message(res: requests.Response) -> str:
 
 
 def _refusal(what: str, res: requests.Response) -> StorageError:
-    """The error of a 4xx answer: StorageDenied when HDFS's permissions refused it."""
+    """The error of a 4xx answer: StorageDenied when HDFS's permissions refused it, or when
+    a secure NameNode refused the Kerberos principal acting for ``hdfs_user`` (``doas``: a
+    SecurityException over an AuthorizationException, "User: x is not allowed to
+    impersonate y"; a SecurityException over a stale delegation token is no refusal of
+    this user, and stays a StorageError)."""
     message = f"{what}: {_remote_message(res)}"
-    if _remote_exception(res) == "AccessControlException":
+    exception = _remote_exception(res)
+    if exception == "AccessControlException":
         return StorageDenied(message)
+    if exception == "SecurityException" and "AuthorizationException" in message:
+        return StorageDenied(f"{message} (the cluster's hadoop.proxyuser.* settings decide "
+                             "whom the principal may act for as output.hdfs_user)")
     return StorageError(message)

@@ -42,7 +42,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import pytest
 import requests
 
-from garmexport.errors import StorageError
+from garmexport.errors import StorageDenied, StorageError
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.settings.config import OutputConfig
 from garmexport.storage.base import Storage
@@ -53,6 +53,7 @@ from tests.hdfs_cluster import HdfsUnavailable, MiniHdfs, mini_hdfs
 from tests.integration.harness import (
     Exporter, assert_exact, exporter_env, exporter_runs, produce_in_background, topic_ends,
 )
+from tests.integration.test_cli_operator import garmexport, lines
 from tests.kdc import REALM, Kdc, missing
 from tests.storage.conftest import Backend
 
@@ -343,8 +344,8 @@ def test_writes_go_on_across_ticket_expiry_with_tickets_renewed_from_the_keytab(
 
 def test_a_proxy_user_writes_as_itself_where_the_namenode_allows_it(secure_hdfs: Secure) -> None:
     """``hdfs_user`` with Kerberos is ``doas``: the files are the proxy user's, if the
-    cluster's hadoop.proxyuser.* settings let the principal act for it; else a 403 that
-    names both."""
+    cluster's hadoop.proxyuser.* settings let the principal act for it; else a refusal of
+    this user (StorageDenied, a configuration error at start-up) that names both."""
     root = secure_hdfs.root(owner="etl")
     storage = kerberized(secure_hdfs, root, "garm", hdfs_user="etl")
     storage.put_exclusive("fs/a", b"as etl")
@@ -355,9 +356,29 @@ def test_a_proxy_user_writes_as_itself_where_the_namenode_allows_it(secure_hdfs:
     storage.close()
 
     refused = kerberized(secure_hdfs, root, "spark", hdfs_user="etl")
-    with pytest.raises(StorageError, match="User: spark is not allowed to impersonate etl"):
+    with pytest.raises(StorageDenied, match="User: spark is not allowed to impersonate etl"):
         refused.put_exclusive("fs/b", b"as spark")
     refused.close()
+
+
+def test_a_proxy_user_the_principal_may_not_act_for_is_one_line_and_exit_2_at_start_up(
+        secure_hdfs: Secure) -> None:
+    """Before, the NameNode's refusal of the doas (a SecurityException) was a StorageError
+    like an outage: ``run`` retried it instead of saying what to set."""
+    root = secure_hdfs.root(owner="etl")
+    # no broker listens: the root is checked before the exporter reaches for one
+    env = exporter_env("127.0.0.1:9", "t", root, LOG_FORMAT="text", OUTPUT_HDFS_USER="etl",
+                       OUTPUT_HDFS_KERBEROS="true",
+                       OUTPUT_HDFS_KERBEROS_PRINCIPAL=secure_hdfs.principal("spark"),
+                       OUTPUT_HDFS_KERBEROS_KEYTAB=str(secure_hdfs.keytabs["spark"]))
+    code, err, seconds = garmexport(env, "run", timeout_s=60)
+    print(f"exit {code} after {seconds:.1f} s: {err}")
+    assert code == 2, err
+    assert "Traceback" not in err and len(lines(err)) == 1, err
+    for said in ("output.root", repr(root), "User: spark is not allowed to impersonate etl",
+                 "hadoop.proxyuser", "output.hdfs_user"):
+        assert said in err, err
+    assert seconds < 30, seconds
 
 
 def test_a_storage_without_kerberos_is_told_the_namenode_asks_for_it(
