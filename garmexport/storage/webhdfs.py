@@ -382,15 +382,16 @@ def _remote_message(res: requests.Response) -> str:
 
 def _refusal(what: str, res: requests.Response) -> StorageError:
     """The error of a 4xx answer: StorageDenied when HDFS's permissions refused it, or when
-    a secure NameNode refused the Kerberos principal acting for ``hdfs_user`` (``doas``: a
-    SecurityException over an AuthorizationException, "User: x is not allowed to
-    impersonate y"; a SecurityException over a stale delegation token is no refusal of
-    this user, and stays a StorageError)."""
+    a secure NameNode refused the Kerberos principal acting for ``hdfs_user`` (``doas``:
+    "User: x is not allowed to impersonate y", an AuthorizationException from Hadoop 3.5,
+    a SecurityException wrapping one from older NameNodes; a SecurityException over a
+    stale delegation token is no refusal of this user, and stays a StorageError)."""
     message = f"{what}: {_remote_message(res)}"
     exception = _remote_exception(res)
     if exception == "AccessControlException":
         return StorageDenied(message)
-    if exception == "SecurityException" and "AuthorizationException" in message:
+    if exception == "AuthorizationException" or (
+            exception == "SecurityException" and "AuthorizationException" in message):
         return StorageDenied(f"{message} (the cluster's hadoop.proxyuser.* settings decide "
                              "whom the principal may act for as output.hdfs_user)")
     return StorageError(message)
