@@ -16,6 +16,11 @@ access tokens on. What it takes, found here for Hadoop 3.5.0:
 - the launcher needs no login of its own: the NameNode's and DataNodes' keytab logins
   make ``hdfs`` the process's user, the superuser that makes the tests' directories.
 
+The cluster is an HA pair (two NameNodes, the first active) and every root names both, as
+a production HA cluster's would: each NameNode negotiates SPNEGO (and signs cookies) on
+its own, the DataNodes check delegation tokens issued for the nameservice, and a
+failover is followed through a negotiation with the new active one.
+
 The cookie validity is cut to a few seconds (``hadoop.http.authentication.token.validity``,
 10 h by default) so that a test sees the NameNode ask again, with a ticket renewed since.
 
@@ -153,12 +158,15 @@ def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         # garm may act for etl (doas); spark may not
         "hadoop.proxyuser.garm.hosts": "*",
         "hadoop.proxyuser.garm.users": "etl",
+        # the DataNodes reach the nameservice a token names (as in test_hdfs_faults.py)
+        "dfs.client.failover.proxy.provider.minidfs-ns":
+            "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider",
     }
     with pytest.MonkeyPatch.context() as mp:
         for key in ("KRB5_CONFIG", "KRB5CCNAME", "KRB5RCACHETYPE"):
             mp.setenv(key, kdc.env[key])  # this process and its children use the test realm
         try:
-            with mini_hdfs(conf=conf,
+            with mini_hdfs(conf=conf, ha=True,
                            jvm_args=[f"-Djava.security.krb5.conf={kdc.krb5_conf}"]) as cluster:
                 yield Secure(kdc, cluster, keytabs)
         except HdfsUnavailable as exc:
@@ -381,6 +389,32 @@ def test_a_proxy_user_the_principal_may_not_act_for_is_one_line_and_exit_2_at_st
                  "hadoop.proxyuser", "output.hdfs_user"):
         assert said in err, err
     assert seconds < 30, seconds
+
+
+def test_a_failover_is_followed_through_a_negotiation_with_the_new_active_namenode(
+        secure_hdfs: Secure) -> None:
+    """The first write after a failover goes to the NameNode that was standby: its SPNEGO
+    negotiation (the other one's cookie is not its own), its redirect, its delegation token
+    at the DataNode; and back after the failback."""
+    root = secure_hdfs.root()
+    assert root.count("127.0.0.1:") == 2, root
+    storage = kerberized(secure_hdfs, root)
+    calls = Calls(storage, secure_hdfs.cluster.http_ports[1])
+    try:
+        storage.put_exclusive("fs/before", b"to the first")
+        assert calls.seen == []  # the first NameNode, active, answered
+        secure_hdfs.cluster.command("failover 0 1")
+        try:
+            storage.put_exclusive("fs/after", b"to the second")
+            assert storage.read("fs/after") == b"to the second"
+            assert storage.read("fs/before") == b"to the first"
+            assert calls.negotiations() >= 1, calls.seen
+        finally:
+            secure_hdfs.cluster.command("failover 1 0")
+        storage.put_exclusive("fs/back", b"to the first again")
+        assert sorted(e.name for e in storage.list("fs")) == ["after", "back", "before"]
+    finally:
+        storage.close()
 
 
 def test_a_storage_without_kerberos_is_told_the_namenode_asks_for_it(
