@@ -40,8 +40,11 @@ import java.lang.reflect.Field;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -74,6 +77,7 @@ public class MiniHdfs {
         String dir = null;
         int datanodes = 2;
         Configuration conf = new HdfsConfiguration();
+        Set<String> given = new HashSet<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--dir": dir = args[++i]; break;
@@ -82,6 +86,7 @@ public class MiniHdfs {
                 case "--conf": {
                     String[] kv = args[++i].split("=", 2);
                     conf.set(kv[0], kv[1]);
+                    given.add(kv[0]);
                     break;
                 }
                 default: throw new IllegalArgumentException("unknown argument " + args[i]);
@@ -89,16 +94,24 @@ public class MiniHdfs {
         }
         if (dir == null) throw new IllegalArgumentException("--dir DIR is required");
         conf.setBoolean("dfs.webhdfs.enabled", true);
-        conf.setIfUnset("dfs.permissions.enabled", "true");
-        // small blocks and quick heartbeats: a test's files span blocks, and a killed DataNode
-        // is noticed in seconds rather than minutes
-        conf.setIfUnset("dfs.blocksize", String.valueOf(1024 * 1024));
-        conf.setIfUnset("dfs.namenode.fs-limits.min-block-size", "0");
-        conf.setIfUnset("dfs.heartbeat.interval", "1");
-        conf.setIfUnset("dfs.namenode.heartbeat.recheck-interval", "3000");
-        conf.setIfUnset("dfs.client.block.write.replace-datanode-on-failure.enable", "false");
-        conf.setIfUnset("dfs.namenode.safemode.extension", "0");
-        conf.setIfUnset("hadoop.security.authentication", "simple");
+        // The launcher's settings, unless --conf gives them. (Not Configuration.setIfUnset:
+        // hdfs-default.xml is loaded, so every one of these keys is set already and
+        // setIfUnset changed nothing: the cluster ran with 128 MB blocks and a DataNode
+        // noticed dead after 10.5 minutes.)
+        Map<String, String> ours = new LinkedHashMap<>();
+        ours.put("dfs.permissions.enabled", "true");
+        // small blocks and quick heartbeats: a test's larger files span blocks, and a
+        // killed DataNode is noticed in seconds (2 x recheck + 10 heartbeats: 16 s)
+        ours.put("dfs.blocksize", String.valueOf(1024 * 1024));
+        ours.put("dfs.namenode.fs-limits.min-block-size", "0");
+        ours.put("dfs.heartbeat.interval", "1");
+        ours.put("dfs.namenode.heartbeat.recheck-interval", "3000");
+        ours.put("dfs.client.block.write.replace-datanode-on-failure.enable", "false");
+        ours.put("dfs.namenode.safemode.extension", "0");
+        ours.put("hadoop.security.authentication", "simple");
+        for (Map.Entry<String, String> e : ours.entrySet()) {
+            if (!given.contains(e.getKey())) conf.set(e.getKey(), e.getValue());
+        }
         // nn-ops: besides the audit loggers configured (hdfs-default.xml's "default"), a
         // count of the same events by protocol and command
         conf.set("dfs.namenode.audit.loggers",
