@@ -117,13 +117,19 @@ class Reader:
         return out
 
     def wait(self, tag: str, more: int, timeout_s: float = 240) -> None:
-        """Until ``more`` metastore samples of ``tag`` beyond the present ones exist."""
+        """Until ``more`` metastore samples of ``tag`` beyond the present ones exist; the
+        reader samples the metastore at every loop meanwhile (tests/spark/swap_reader.py)."""
+        dense = self.manifest.with_name(self.manifest.name + ".dense")
         want = sum(s["way"] == "metastore" for s in self.samples(tag)) + more
         deadline = time.monotonic() + timeout_s
-        while sum(s["way"] == "metastore" for s in self.samples(tag)) < want:
-            assert self.process.poll() is None, "the reader process died"
-            assert time.monotonic() < deadline, f"no reader samples for {tag}"
-            time.sleep(0.3)
+        dense.touch()
+        try:
+            while sum(s["way"] == "metastore" for s in self.samples(tag)) < want:
+                assert self.process.poll() is None, "the reader process died"
+                assert time.monotonic() < deadline, f"no reader samples for {tag}"
+                time.sleep(0.3)
+        finally:
+            dense.unlink()
 
 
 @pytest.fixture(scope="module")
@@ -226,13 +232,22 @@ def register(metastore: Any, database: str, root: str) -> None:
 
 def compact(root: str, workdir: str, metastore: Any, database: str,
             env: dict[str, str] | None = None, grace_s: float = GRACE_S) -> subprocess.Popen:
-    """One ``compact``-like run in its own process (tests/spark/run_compaction.py)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.spark.run_compaction", root, workdir, str(NOW_MS),
-         str(SMALL_TARGET), uri(metastore), database, str(grace_s)], cwd=REPO,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        start_new_session=True)
+    """One ``compact``-like run in its own process (tests/spark/run_compaction.py); its
+    stderr (a traceback, Spark's own lines) goes to ``WORKDIR.stderr`` (:func:`stderr_of`)."""
+    with open(workdir + ".stderr", "wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.spark.run_compaction", root, workdir, str(NOW_MS),
+             str(SMALL_TARGET), uri(metastore), database, str(grace_s)], cwd=REPO,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+
+
+def stderr_of(workdir: str, tail: int = 3000) -> str:
+    """The end of what the run of :func:`compact` in ``workdir`` wrote to stderr."""
+    try:
+        return Path(workdir + ".stderr").read_text(errors="replace")[-tail:]
+    except OSError:
+        return ""
 
 
 def finished(process: subprocess.Popen, timeout_s: float = 600) -> tuple[int, str]:
@@ -318,7 +333,7 @@ def test_a_compaction_killed_at_any_step_never_shows_a_metastore_reader_a_row_tw
 
     code, lines = timed(compact(root, str(tmp_path / "run1"), metastore, database,
                                 {CRASH_ENV: step}))
-    assert code in (137, -signal.SIGKILL), lines[-20:]
+    assert code in (137, -signal.SIGKILL), (lines[-20:], stderr_of(str(tmp_path / "run1")))
     killed_at, last = lines[-1]
     assert last == step  # it died at that step, not before
     reader.wait(step, SETTLE_SAMPLES)  # the day as the killed run left it
@@ -366,11 +381,13 @@ def test_two_compactions_of_one_day_at_once_leave_it_exact_and_compact_it_once(
     register(metastore, database, root)
     reader.watch("twice", root, database, keys)
     reader.wait("twice", SETTLE_SAMPLES)
-    runs = [compact(root, str(tmp_path / f"run{i}"), metastore, database) for i in range(2)]
+    workdirs = [str(tmp_path / f"run{i}") for i in range(2)]
+    runs = [compact(root, w, metastore, database) for w in workdirs]
     results = [finished(r) for r in runs]
     reader.wait("twice", SETTLE_SAMPLES)
     reader.idle()
-    assert [code for code, _ in results] == [0, 0], [out[-2000:] for _, out in results]
+    assert [code for code, _ in results] == [0, 0], \
+        [(out[-2000:], stderr_of(w)) for (_, out), w in zip(results, workdirs)]
     days = sorted(int(re.search(r"compaction: (\d+) days", out).group(1))  # type: ignore[union-attr]
                   for _, out in results)
     assert days == [0, 1]  # one run compacted the day; the other waited, found it done
