@@ -61,6 +61,10 @@ class Target:
                  secret: str | None) -> None:
         self.root, self.env, self.probe, self.secret = root, env, probe, secret
 
+    def configure(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with this target's settings, and no ``AWS_*`` variable but its own."""
+        return {**{k: v for k, v in env.items() if not k.startswith("AWS_")}, **self.env}
+
 
 def _outside_env() -> dict[str, str]:
     """This process's environment without anything that could configure the exporter
@@ -141,7 +145,7 @@ def test_exactly_once_across_sigkills_on_a_backend_configured_from_the_environme
                        PROTOCOL_HEARTBEAT_INTERVAL_S=1, KAFKA_SESSION_TIMEOUT_MS=2000,
                        # small polls slow the export down so that the kills hit it at work
                        SOURCE_POLL_MAX_RECORDS=500)
-    env = {**{k: v for k, v in env.items() if not k.startswith("AWS_")}, **target.env}
+    env = target.configure(env)
     runs: list[Exporter] = []
     producer.start()
     try:
@@ -198,8 +202,8 @@ def test_the_usual_aws_variables_configure_an_s3_root_and_its_secret_is_never_lo
     topic = broker.new_topic(partitions=2)
     produce(broker.bootstrap, topic, 2000, partitions=2, seed=12, days=2, bad_share=0.01)
     ends = topic_ends(broker.bootstrap, topic)
-    env = exporter_env(broker.bootstrap, topic, target.root, WRITER_MAX_FILE_AGE_S=1)
-    env = {**{k: v for k, v in env.items() if not k.startswith("AWS_")}, **target.env}
+    env = target.configure(exporter_env(broker.bootstrap, topic, target.root,
+                                        WRITER_MAX_FILE_AGE_S=1))
     assert not any(k.startswith("GARMEXPORT_OUTPUT_S3") for k in env), env
     # at DEBUG: the secret must not leak there either
     run = Exporter(env, tmp_path, "s3-aws-env", {"GARMEXPORT_LOG_LEVEL": "DEBUG"})
