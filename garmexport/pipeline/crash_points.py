@@ -5,12 +5,15 @@ as a SIGKILL would) right after the n-th ``step`` in this process, where ``step`
 :data:`garmexport.protocol.commit_steps.STEPS` (``publish``: a data or quarantine file is final, no
 marker knows it yet; ``marker``: a marker is written, older markers and intents not yet
 deleted; ...). The integration tests use it to crash at those points. Unset, a crash point
-costs one string comparison.
+costs one string comparison. ``<step>:<n>:stop`` stops the process instead (SIGSTOP, as a
+scheduler pausing it would), so that a test can make it a zombie at a chosen point and
+continue it (SIGCONT) once another owner has taken its partitions over.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 
 from garmexport.protocol.commit_steps import STEPS
@@ -29,7 +32,10 @@ PLACES = (QUEUED, WORKER, ENCODED)
 #: quarantine a type, then "upgrade" by running without it
 PREDATED_ENV = "TEST_GARMEXPORT_UNKNOWN_TYPES"
 CRASH_ENV = "TEST_GARMEXPORT_CRASH_AFTER"  # not GARMEXPORT_*: config rejects unknown ones
-_crash_step, _, _crash_n = os.environ.get(CRASH_ENV, "").partition(":")
+_crash_step, _, _crash_rest = os.environ.get(CRASH_ENV, "").partition(":")
+_crash_n, _, _crash_action = _crash_rest.partition(":")
+if _crash_action not in ("", "stop"):
+    raise ValueError(f"{CRASH_ENV}: {_crash_action!r} is not an action (stop, or none to exit)")
 _crash_seen = 0
 _crash_lock = threading.Lock()  # pool threads reach these points too
 
@@ -55,7 +61,10 @@ def _count() -> None:
     with _crash_lock:
         _crash_seen += 1
         if _crash_seen == int(_crash_n):
-            os._exit(137)
+            if _crash_action == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)  # returns when continued
+            else:
+                os._exit(137)
 
 
 def predated_types() -> frozenset[str]:
