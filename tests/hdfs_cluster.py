@@ -164,10 +164,11 @@ def _read_json_line(proc: subprocess.Popen[str], timeout_s: float,
 @contextlib.contextmanager
 def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | None = None,
               start_timeout_s: float = 180.0, env: dict[str, str] | None = None,
-              jvm_args: Sequence[str] = ()) -> Iterator[MiniHdfs]:
+              jvm_args: Sequence[str] = (), rpc_port: int = 0) -> Iterator[MiniHdfs]:
     """Run one MiniDFSCluster (``ha``: two NameNodes, the first active); stop it on exit.
     ``jvm_args`` go to the JVM before the class path (``-Dkey=value``: system properties,
-    such as ``java.security.krb5.conf`` for a Kerberized cluster)."""
+    such as ``java.security.krb5.conf`` for a Kerberized cluster). ``rpc_port``: the
+    NameNode's RPC port (not HA; 0: one chosen free)."""
     java = shutil.which("java")
     if java is None:
         raise HdfsUnavailable("no `java` on PATH")
@@ -179,6 +180,8 @@ def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | No
             "MiniHdfs", "--dir", str(tmp / "data"), "--datanodes", str(datanodes)]
     if ha:
         args.append("--ha")
+    elif rpc_port:
+        args += ["--rpc-port", str(rpc_port)]
     for key, value in (conf or {}).items():
         args += ["--conf", f"{key}={value}"]
     log_path = tmp / "minihdfs.log"

@@ -1,7 +1,7 @@
 // A real HDFS for the tests: Hadoop's own NameNode(s) and DataNodes (MiniDFSCluster) in this
 // JVM, on loopback, every port chosen free, data under one directory.
 //
-//   java -cp "JARS/*" MiniHdfs.java --dir DIR [--datanodes N] [--ha] [--conf KEY=VALUE ...]
+//   java -cp "JARS/*" MiniHdfs.java --dir DIR [--datanodes N] [--ha | --rpc-port P] [--conf KEY=VALUE ...]
 //
 // It prints one JSON line when the cluster is up ({"ready": true, "namenodes": [{"http": P,
 // "rpc": P}, ...]}), then reads commands on standard input, one a line, and answers each with
@@ -76,6 +76,7 @@ public class MiniHdfs {
     public static void main(String[] args) throws Exception {
         String dir = null;
         int datanodes = 2;
+        int rpcPort = 0;  // 0: chosen free
         Configuration conf = new HdfsConfiguration();
         Set<String> given = new HashSet<>();
         for (int i = 0; i < args.length; i++) {
@@ -83,6 +84,7 @@ public class MiniHdfs {
                 case "--dir": dir = args[++i]; break;
                 case "--datanodes": datanodes = Integer.parseInt(args[++i]); break;
                 case "--ha": ha = true; break;
+                case "--rpc-port": rpcPort = Integer.parseInt(args[++i]); break;
                 case "--conf": {
                     String[] kv = args[++i].split("=", 2);
                     conf.set(kv[0], kv[1]);
@@ -123,6 +125,7 @@ public class MiniHdfs {
         MiniDFSCluster.Builder builder = new MiniDFSCluster.Builder(conf, new File(dir))
             .numDataNodes(datanodes);
         if (ha) builder.nnTopology(MiniDFSNNTopology.simpleHATopology());
+        else builder.nameNodePort(rpcPort);
         cluster = builder.build();
         cluster.waitActive();
         if (ha) cluster.transitionToActive(0);

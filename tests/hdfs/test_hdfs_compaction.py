@@ -4,9 +4,10 @@
 The days are exporter-like files (tests/spark/exporter_like.py) published into the root
 through the exporter's own backend (WebHDFS as the root's owner ``garm``; botocore on
 SeaweedFS), markers included. Spark reads and writes the same files through Hadoop's client:
-``hdfs://127.0.0.1:<RPC port>/...`` (pip's pyspark has the HDFS client; the derived root
-``hdfs://127.0.0.1/...`` would name the default RPC port 8020, so ``compaction.hadoop_root``
-names the cluster's own, as README says to) and ``s3a://`` (hadoop-aws and the AWS SDK,
+``hdfs://127.0.0.1:<RPC port>/...`` (pip's pyspark has the HDFS client; the session's
+cluster has a free RPC port, so ``compaction.hadoop_root`` names it, as README says to; the
+shipped job's test runs on a cluster of its own whose NameNode listens on the default RPC
+port 8020, with the root derived from ``output.root`` as shipped) and ``s3a://`` (hadoop-aws and the AWS SDK,
 fetched once with Maven: tests/s3a_jars.py). What every test checks is the promise: the
 rows of the day, per (partition, offset), are exactly those before, read back through the
 exporter's backend; the Hive partition is on the store's URI and Spark SQL counts the day
@@ -53,6 +54,7 @@ from garmexport.storage.open import open_storage
 from garmexport.storage.options import StorageOptions, from_output
 from garmexport.tools.hive_local import JavaService, start_metastore
 from tests.hdfs.conftest import USER, HdfsRoot
+from tests.conftest import hdfs_for_fixture
 from tests.hdfs_cluster import HdfsUnavailable, MiniHdfs
 from tests.s3a_jars import s3a_jars
 from tests.seaweed import Seaweed
@@ -86,6 +88,17 @@ def s3_options(seaweed: Seaweed) -> StorageOptions:
 
 def s3_root(seaweed: Seaweed) -> str:
     return f"s3://{seaweed.bucket}/compaction-{uuid.uuid4().hex[:12]}/out"
+
+
+#: Hadoop's default NameNode RPC port: a root derived from ``webhdfs://host:port/p`` names it
+DEFAULT_RPC_PORT = 8020
+
+
+@pytest.fixture(scope="module")
+def default_port_hdfs() -> Iterator[MiniHdfs]:
+    """A cluster of this module's own whose NameNode listens on 8020 (one per machine can:
+    the session clusters of the other workers take free ports)."""
+    yield from hdfs_for_fixture(rpc_port=DEFAULT_RPC_PORT)
 
 
 @pytest.fixture(scope="module")
@@ -321,26 +334,31 @@ def test_a_day_on_s3_is_compacted_through_s3a_and_a_crashed_swap_finished_throug
 
 
 def test_the_shipped_nightly_job_compacts_the_real_cluster_and_its_relaunch_finishes_a_kill(
-        spark: Any, hive: JavaService, real_hdfs: MiniHdfs, tmp_path: Path) -> None:
+        spark: Any, hive: JavaService, default_port_hdfs: MiniHdfs, tmp_path: Path) -> None:
     """``mesos/compaction.json`` run as Metronome runs it (tests/spark/test_shipped_jobs.py),
-    on the real cluster: its ``webhdfs://`` root, and, since the cluster's RPC port is not
-    8020, ``compaction.hadoop_root`` on its ``hdfs://`` (mesos/README.md says to add it
-    then). The first launch is SIGKILLed, its Spark JVM with it, while it deletes the
-    day's inputs; the relaunch (Metronome's ON_FAILURE) finishes the swap before it starts
-    Spark, through WebHDFS as the job's ``hdfs_user`` and a thrift flip, then runs."""
+    on the real cluster, with nothing added but its ``webhdfs://`` root: its NameNode's RPC
+    port is 8020, so Spark's ``hdfs://`` root is derived from ``output.root`` (no
+    ``compaction.hadoop_root``). The first launch is SIGKILLed, its Spark JVM with it, while
+    it deletes the day's inputs; the relaunch (Metronome's ON_FAILURE) finishes the swap
+    before it starts Spark, through WebHDFS as the job's ``hdfs_user`` and a thrift flip,
+    then runs."""
+    cluster = default_port_hdfs
+    assert cluster.namenodes[0]["rpc"] == DEFAULT_RPC_PORT, cluster.namenodes
     job = definition("compaction.json")
     user = job["run"]["env"]["GARMEXPORT_OUTPUT_HDFS_USER"]
     base = f"/t/{uuid.uuid4().hex[:12]}"
-    real_hdfs.mkdir(base, user)
+    cluster.mkdir(base, user)
     path = base + HDFS_PATH
-    root, hdfs_uri = real_hdfs.webhdfs_uri(path), real_hdfs.hdfs_uri(path)
+    root = cluster.webhdfs_uri(path)
+    hdfs_uri = f"hdfs://127.0.0.1{path}"  # the derived root: the default port, unnamed
+    assert spark_root(root, "") == hdfs_uri
     store = open_storage(root, "test", from_output(OutputConfig(hdfs_user=user)))
     rows = publish_day(store)
     database = "metronome_hdfs"
     register(hive, database, hdfs_uri, store)
     sandbox = make_sandbox(tmp_path)
     env = task_env(job["run"]["env"], sandbox, SPARK_LOCAL_IP="127.0.0.1",
-                   GARMEXPORT_OUTPUT_ROOT=root, GARMEXPORT_COMPACTION_HADOOP_ROOT=hdfs_uri,
+                   GARMEXPORT_OUTPUT_ROOT=root,
                    GARMEXPORT_HIVE_METASTORE_URI=f"thrift://127.0.0.1:{hive.port}",
                    GARMEXPORT_HIVE_DATABASE=database,
                    GARMEXPORT_COMPACTION_LATENESS_S="3600",  # the test's day ended long ago
@@ -348,6 +366,7 @@ def test_the_shipped_nightly_job_compacts_the_real_cluster_and_its_relaunch_fini
                    GARMEXPORT_COMPACTION_SPARK_MASTER="local[1]",
                    # the suite's JVM flags (tests/conftest.py): no garmexport setting
                    SPARK_SUBMIT_OPTS=os.environ.get("SPARK_SUBMIT_OPTS", ""))
+    assert "GARMEXPORT_COMPACTION_HADOOP_ROOT" not in env
     log = sandbox / "job.log"
 
     def launch(extra: dict[str, str]) -> subprocess.Popen:
@@ -375,7 +394,7 @@ def test_the_shipped_nightly_job_compacts_the_real_cluster_and_its_relaunch_fini
     assert early["rolled_forward"] == 1, early  # through WebHDFS, as the job's user
     assert_compacted(store, rows)
     assert store.list(f"_compaction/{OUTPUT}/day={DAY}") == []
-    made = owners_below(real_hdfs, path)
+    made = owners_below(cluster, path)
     assert {k: v for k, v in made.items() if v != user} == {}  # Spark's files too
     assert location(hive, database) == f"{hdfs_uri}/{OUTPUT}/day={DAY}"
     assert sql_count(spark, database) == (len(rows), len(rows))
