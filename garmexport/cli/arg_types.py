@@ -12,7 +12,7 @@ import argparse
 import datetime
 import math
 
-from garmexport.protocol.naming import check_label, parse_day_dir
+from garmexport.protocol.naming import check_label, parse_day
 
 
 def _number(text: str, kind: type) -> float:
@@ -49,7 +49,7 @@ def positive_float(text: str) -> float:
 
 def day_arg(text: str) -> str:
     """A UTC day as the output names it, ``YYYY-MM-DD``."""
-    if parse_day_dir(f"day={text}") is None:
+    if parse_day(text) is None:
         raise argparse.ArgumentTypeError(f"expected a day YYYY-MM-DD, got {text!r}")
     return text
 

@@ -27,6 +27,7 @@ import os
 from garmexport.cli.arg_types import day_arg, non_negative_float, positive_float
 from garmexport.cli.verify import Ticker
 from garmexport.errors import BrokerError, ConfigError
+from garmexport.protocol.naming import day_dir
 from garmexport.settings.config import Config
 
 _SHOWN = 10  # stretches printed per (place, day), runs of lost offsets in all
@@ -185,7 +186,7 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
 def _print_plan(todo, apply: bool) -> None:  # noqa: ANN001 - Plan
     verb = "adding" if apply else "would add"
     for (place, day), found in todo.by_place(todo.adds).items():
-        print(f"{place}/day={day}: {verb} {sum(s.count for s in found)} rows: "
+        print(f"{day_dir(place, day)}: {verb} {sum(s.count for s in found)} rows: "
               + "; ".join(s.describe() for s in found[:_SHOWN])
               + (" ..." if len(found) > _SHOWN else ""))
     flight: dict[int, list[int]] = {}  # per partition: first, last, count (a running

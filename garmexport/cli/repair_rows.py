@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from garmexport.cli.verify import Ticker
+from garmexport.protocol.naming import day_dir, parse_day_dir
 from garmexport.settings.config import Config
 
 if TYPE_CHECKING:
@@ -134,7 +135,6 @@ class _Planner:
 
     def plan(self) -> Planned:
         """The plan, from a fresh read of the output."""
-        from garmexport.protocol.naming import parse_day_dir
         from garmexport.tools.repair_rows import plan, quarantine_copies
 
         held, unreadable = self._read()
@@ -174,8 +174,8 @@ class _Planner:
             return {}, {}
         by_place = {k: dict(v) for k, v in rows.by_place().items()}
         for path in (replay.update_files if replay is not None else ()):
-            place, day, _ = path.split("/", 2)
-            by_place.setdefault((place, day[len("day="):]), {}).setdefault(path, Counter())
+            place, directory, _ = path.split("/", 2)
+            by_place.setdefault((place, parse_day_dir(directory)), {}).setdefault(path, Counter())
         return by_place, updates
 
     def _replay(self, held: Mapping, can: Callable) -> Replay:
@@ -201,7 +201,7 @@ class _Planner:
         for (place, day), files in rows.by_place().items():
             n = sum(sum(c.values()) for c in files.values())
             names = ", ".join(p.rpartition("/")[2] for p in list(files)[:_SHOWN])
-            print(f"{place}/day={day}: {verb} {n} rows from {len(files)} files ({names}"
+            print(f"{day_dir(place, day)}: {verb} {n} rows from {len(files)} files ({names}"
                   f"{' ...' if len(files) > _SHOWN else ''})")
         for left in rows.left[:_SHOWN]:
             print(f"left twice: partition {left.partition} offset {left.offset}: "
@@ -211,7 +211,7 @@ class _Planner:
         if replay is not None:
             add = "would add" if applied is None else "added"
             for (place, day), found in replay.by_place().items():
-                print(f"{place}/day={day}: {add} {sum(s.count for s in found)} rows from the "
+                print(f"{day_dir(place, day)}: {add} {sum(s.count for s in found)} rows from the "
                       "quarantine: " + "; ".join(s.describe() for s in found[:_SHOWN])
                       + (" ..." if len(found) > _SHOWN else ""))
             print(replay.describe(applied is not None, self.filled))

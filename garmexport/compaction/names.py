@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from garmexport.protocol.naming import LABEL_PATTERN, check_label
+from garmexport.protocol.naming import LABEL_PATTERN, check_label, day_dir
 
 COMPACTION_DIR = "_compaction"
 RETIRED_DIR = f"{COMPACTION_DIR}/_retired"
@@ -72,10 +72,6 @@ class CompactedName:
         return CompactedName(m[1], m[2], int(m[3]), int(m[4])) if m else None
 
 
-def day_dir(output: str, day: str) -> str:
-    return f"{output}/day={day}"
-
-
 def sidecar_path(day_base: str, name: CompactedName) -> str:
     """Path of the ranges sidecar of ``name`` in day directory ``day_base``."""
     return f"{day_base}/{name.sidecar()}"
@@ -83,7 +79,7 @@ def sidecar_path(day_base: str, name: CompactedName) -> str:
 
 def work_dir(output: str, day: str) -> str:
     """Directory of the journals and staging dirs of one (output, day)."""
-    return f"{COMPACTION_DIR}/{output}/day={day}"
+    return f"{COMPACTION_DIR}/{day_dir(output, day)}"
 
 
 def journal_path(output: str, day: str, generation: int) -> str:
@@ -113,7 +109,7 @@ def parse_view(name: str) -> int | None:
 
 def retired_dir(output: str, day: str) -> str:
     """Directory of the retirement records of one (output, day)'s views."""
-    return f"{RETIRED_DIR}/{output}/day={day}"
+    return f"{RETIRED_DIR}/{day_dir(output, day)}"
 
 
 def retired_path(output: str, day: str, generation: int) -> str:

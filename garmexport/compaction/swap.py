@@ -86,6 +86,7 @@ import signal
 from dataclasses import dataclass
 
 from garmexport.compaction.names import flip_path, is_hidden
+from garmexport.protocol.naming import day_dir
 from garmexport.errors import ProtocolViolation
 
 CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejects unknown ones
@@ -145,7 +146,7 @@ class Journal:
     @property
     def day_dir(self) -> str:
         """The day directory, the parent of every final name."""
-        return f"{self.output}/day={self.day}"
+        return day_dir(self.output, self.day)
 
     @property
     def flip_record(self) -> str:

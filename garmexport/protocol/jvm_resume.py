@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from garmexport.protocol.jvm_names import JvmFile
+from garmexport.protocol.naming import day_dir
 from garmexport.protocol.resume import Marker
 
 #: Days, counting back from the newest JVM day of a partition, whose newest files a
@@ -159,5 +160,5 @@ def still_writing(takeover: Takeover, now: Recent) -> list[str]:
                 continue  # gone (compacted, deleted by hand) is not writing
             what = "new file" if before is None or before[0] != after[0] else \
                 f"size {before[1]} -> {after[1]}"
-            changes.append(f"{origin}/day={day}/{after[0]} ({what})")
+            changes.append(f"{day_dir(origin, day)}/{after[0]} ({what})")
     return changes

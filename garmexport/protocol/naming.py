@@ -49,6 +49,7 @@ _MARKER_RE = re.compile(rf"^m\+({_LABEL})\+(\d{{12}})\.json$", re.ASCII)
 _INTENT_RE = re.compile(rf"^i\+({_LABEL})\+([dq])\+(\d{{4}}-\d{{2}}-\d{{2}})\+(\d{{20}})$", re.ASCII)
 _LABEL_RE = re.compile(rf"^{_LABEL}$", re.ASCII)
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+_DAY_PREFIX = "day="
 _EPOCH = _dt.date(1970, 1, 1)
 MS_PER_DAY = 86_400_000
 #: What garmexport saw of a JVM exporter's files when it took a partition over
@@ -80,7 +81,8 @@ def quarantine_day(kafka_ms: int) -> int:
 
 
 def epoch_day_of_ms(timestamp_ms: int) -> int:
-    """UTC day of an epoch-milliseconds timestamp (floor division: negative stays exact)."""
+    """UTC day of an epoch-milliseconds timestamp (floor division: negative stays exact); the
+    one day rule of an event (the router also applies it element-wise to an int64 array)."""
     return timestamp_ms // MS_PER_DAY
 
 
@@ -110,12 +112,18 @@ class FileName:
         return FileName(m[1], m[2], int(m[3]), int(m[4]), m[5])
 
 
+def day_dir(place: str, day: str) -> str:
+    """The directory of ``day`` (``YYYY-MM-DD``) under ``place`` (a dataset, the quarantine,
+    a compaction work directory): the one place that builds ``day=`` paths."""
+    return f"{place}/{_DAY_PREFIX}{day}"
+
+
 def data_path(output: str, day: str, name: FileName) -> str:
-    return f"{output}/day={day}/{name.format()}"
+    return f"{day_dir(output, day)}/{name.format()}"
 
 
 def quarantine_path(day: str, name: FileName) -> str:
-    return f"{QUARANTINE_DIR}/day={day}/{name.format()}"
+    return f"{day_dir(QUARANTINE_DIR, day)}/{name.format()}"
 
 
 def chain_path(origin: str, kind: str, day: str, name: FileName) -> str:
@@ -166,10 +174,13 @@ class IntentName:
 
 
 def parse_day_dir(name: str) -> str | None:
-    """``2026-11-01`` for ``day=2026-11-01``; None for anything else."""
-    if not name.startswith("day="):
-        return None
-    day = name[4:]
+    """``2026-11-01`` for ``day=2026-11-01`` (the last part of :func:`day_dir`); None for
+    anything else: the one place that parses ``day=`` names."""
+    return parse_day(name[len(_DAY_PREFIX):]) if name.startswith(_DAY_PREFIX) else None
+
+
+def parse_day(day: str) -> str | None:
+    """``day`` if it is a real date written ``YYYY-MM-DD``; None for anything else."""
     if not _DAY_RE.fullmatch(day):  # fromisoformat also takes week dates and more
         return None
     try:

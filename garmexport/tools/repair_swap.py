@@ -205,7 +205,7 @@ def run(fs: FileOps, locator: Locator | None, opts: SwapOptions,
             outcome = commit(fs, journal, crash, locator, now_ms, grace_s, clock)
             done.days += 1
             done.max_swap_s = max(done.max_swap_s, outcome.window_s)
-            say(f"{place}/day={day}: swapped {len(files)} files for {len(journal.moves)} "
+            say(f"{day_dir(place, day)}: swapped {len(files)} files for {len(journal.moves)} "
                 f"(generation {journal.generation}) in {time.monotonic() - started:.1f} s"
                 + ("" if outcome.due_at_ms is None else
                    f"; the day directory changes after the grace ({grace_s:.0f} s)"))

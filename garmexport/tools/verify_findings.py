@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from garmexport.protocol.naming import LABEL_PATTERN, FileName
+from garmexport.protocol.naming import LABEL_PATTERN, FileName, day_dir, parse_day_dir
 from garmexport.storage.footer import FileFacts
 
 Held = Mapping[tuple[int, int], list[str]]
@@ -66,7 +66,7 @@ class Gap:
         """What is wrong and which files border it, in words (one line)."""
         where = f"offsets {self.first}..{self.last} ({self.count} missing)"
         before, after = self.before, self.after
-        dataset = self.dataset if self.day is None else f"{self.dataset}/day={self.day}"
+        dataset = self.dataset if self.day is None else day_dir(self.dataset, self.day)
         if before is None and after is None:
             return f"{where}: no file of {dataset} holds a row of this partition"
         if before is None:
@@ -117,7 +117,7 @@ def gaps(missing: Mapping[int, Mapping[int, str]], held: Held,
         day = days.get(p, {}).get(o)
         for path in paths:
             dataset, directory = dataset_of(path), path.rpartition("/")[0]
-            if day is not None and directory != f"{dataset}/day={day}":
+            if day is not None and directory != day_dir(dataset, day):
                 misfiled.add((p, dataset))
             by_place.setdefault(dataset, []).append(o)
             by_place.setdefault(directory, []).append(o)
@@ -127,7 +127,7 @@ def gaps(missing: Mapping[int, Mapping[int, str]], held: Held,
             offsets.sort()
         on_day = days.get(p, {})
         places = {o: dataset if (p, dataset) in misfiled or o not in on_day
-                  else f"{dataset}/day={on_day[o]}"
+                  else day_dir(dataset, on_day[o])
                   for o, dataset in missing[p].items()}
         out[p] = _partition_gaps(p, places, by_place, held)
     return out
@@ -161,7 +161,7 @@ def _gap(g: list) -> Gap:
     place, first, last, count, below, above = g
     dataset, _, directory = place.partition("/")
     return Gap(dataset, first, last, count, below, above,
-               directory.removeprefix("day=") if directory else None)
+               parse_day_dir(directory) if directory else None)
 
 
 def _file_at(p: int, place: str, offset: int, held: Held) -> str:
