@@ -65,12 +65,24 @@ class LocalFs:
         return ROOT_NOT_DIRECTORY if os.path.lexists(self.root) else ROOT_MISSING
 
     def list(self, path: str) -> list[Entry]:
+        """The entries of ``path``; none when it does not exist. An entry removed between
+        the directory read and its stat (another run's temp file, renamed away) is left
+        out: before, its FileNotFoundError ended the listing, read as "no such directory",
+        so a directory being written to could list empty."""
+        out = []
         try:
-            with os.scandir(self._p(path)) as it:
-                return [Entry(e.name, e.is_dir(), 0 if e.is_dir() else e.stat().st_size)
-                        for e in it]
+            it = os.scandir(self._p(path))
         except FileNotFoundError:
             return []
+        with it:
+            for e in it:
+                try:
+                    is_dir = e.is_dir()
+                    size = 0 if is_dir else e.stat().st_size
+                except FileNotFoundError:
+                    continue
+                out.append(Entry(e.name, is_dir, size))
+        return out
 
     def read(self, path: str) -> bytes:
         with open(self._p(path), "rb") as f:

@@ -3,7 +3,9 @@ lets exactly one of two racing runs win, and tells a stalled holder it lost."""
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
+import time
 
 import pytest
 
@@ -154,3 +156,39 @@ def test_hold_renews_in_the_background_and_release_frees_the_root(tmp_path) -> N
         with pytest.raises(LeaseLost):
             Lease(fs, "b").acquire(0)
     Lease(fs, "b").acquire(0)
+
+
+
+def _churn(root: str, stop) -> None:  # noqa: ANN001 - a multiprocessing Event
+    """Another run's lease traffic: a temp file written, linked to a lease name, unlinked."""
+    fs, k = LocalFs(root), 0
+    while not stop.is_set():
+        k += 1
+        fs.write(f"{LEASE_DIR}/.other.tmp", b"{}")
+        fs.rename(f"{LEASE_DIR}/.other.tmp", f"{LEASE_DIR}/{lease_name(k)}")
+        fs.delete(f"{LEASE_DIR}/{lease_name(k)}")
+
+
+def test_a_listing_while_another_run_writes_and_renames_its_lease_files_never_fails(
+        tmp_path) -> None:
+    """Two ``compact`` runs started at once: one lists ``_compaction/_lease`` while the other
+    (another process) writes a temp file there, links it to a lease name and unlinks the
+    temp. An entry that vanishes between the directory read and its stat was not there:
+    the listing leaves it out instead of raising FileNotFoundError (which made the second
+    of two simultaneous runs exit 1 at its start)."""
+    fs = LocalFs(str(tmp_path))
+    fs.write(f"{LEASE_DIR}/{lease_name(0)}", b"{}")
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    other = ctx.Process(target=_churn, args=(str(tmp_path), stop))
+    other.start()
+    try:
+        listed, deadline = 0, time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            names = {entry.name for entry in fs.list(LEASE_DIR)}
+            assert lease_name(0) in names  # what stays is always listed
+            listed += 1
+    finally:
+        stop.set()
+        other.join(10)
+    assert other.exitcode == 0 and listed > 100
