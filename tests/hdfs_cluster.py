@@ -112,6 +112,11 @@ class MiniHdfs:
     def http_ports(self) -> list[int]:
         return [nn["http"] for nn in self.namenodes]
 
+    @property
+    def https_ports(self) -> list[int]:
+        """The NameNodes' HTTPS ports (0 unless ``dfs.http.policy`` turns HTTPS on)."""
+        return [nn.get("https", 0) for nn in self.namenodes]
+
     def webhdfs_uri(self, path: str, *, namenode: int | None = None) -> str:
         """``webhdfs://`` URI of ``path``: every NameNode (HA) or the one given."""
         ports = self.http_ports if namenode is None else [self.http_ports[namenode]]
@@ -164,11 +169,15 @@ def _read_json_line(proc: subprocess.Popen[str], timeout_s: float,
 @contextlib.contextmanager
 def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | None = None,
               start_timeout_s: float = 180.0, env: dict[str, str] | None = None,
-              jvm_args: Sequence[str] = (), rpc_port: int = 0) -> Iterator[MiniHdfs]:
+              jvm_args: Sequence[str] = (), rpc_port: int = 0,
+              classpath: Sequence[Path] = ()) -> Iterator[MiniHdfs]:
     """Run one MiniDFSCluster (``ha``: two NameNodes, the first active); stop it on exit.
     ``jvm_args`` go to the JVM before the class path (``-Dkey=value``: system properties,
     such as ``java.security.krb5.conf`` for a Kerberized cluster). ``rpc_port``: the
-    NameNode's RPC port (not HA; 0: one chosen free)."""
+    NameNode's RPC port (not HA; 0: one chosen free). ``classpath``: directories put
+    before the jars, for the files Hadoop reads as class path resources (``ssl-server.xml``
+    and ``ssl-client.xml``, named by ``dfs.https.server.keystore.resource`` and
+    ``hadoop.ssl.server.conf``)."""
     java = shutil.which("java")
     if java is None:
         raise HdfsUnavailable("no `java` on PATH")
@@ -176,7 +185,8 @@ def mini_hdfs(*, datanodes: int = 2, ha: bool = False, conf: dict[str, str] | No
     classes = launcher_classes(lib)
     tmp = Path(tempfile.mkdtemp(prefix="garm-hdfs-"))
     args = [java, "-Xmx768m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-            "-Djava.net.preferIPv4Stack=true", *jvm_args, "-cp", f"{classes}:{lib}/*",
+            "-Djava.net.preferIPv4Stack=true", *jvm_args,
+            "-cp", ":".join([*map(str, classpath), str(classes), f"{lib}/*"]),
             "MiniHdfs", "--dir", str(tmp / "data"), "--datanodes", str(datanodes)]
     if ha:
         args.append("--ha")

@@ -108,6 +108,9 @@ class OutputConfig(_Section):
                                      "request", min=0)
     hdfs_retry_max_s: float = _f(1.0, "longest pause between the attempts of one WebHDFS "
                                  "request", min=0)
+    hdfs_ca_file: str = _f("", "PEM file of the CA certificates an swebhdfs:// root's NameNodes "
+                           "and DataNodes are checked against (empty: REQUESTS_CA_BUNDLE if "
+                           "set, else the certifi bundle requests ships)")
     hdfs_kerberos: bool = _f(False, "authenticate to WebHDFS with Kerberos (SPNEGO; needs the "
                              "kerberos extra); hdfs_user then names a proxy user (doas)")
     hdfs_kerberos_principal: str = _f("", "Kerberos principal (needed with a keytab; empty: "

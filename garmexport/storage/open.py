@@ -6,7 +6,9 @@ root URI                                    backend
 ``/data/out``, ``out``, ``file:///data``    :class:`~garmexport.storage.local.LocalStorage`
 ``webhdfs://nn1:9870,nn2:9870/path``        WebHDFS; the ports are HTTP ports; several
                                             hosts = HA NameNodes, tried in turn
-``swebhdfs://...``                          the same over HTTPS
+``swebhdfs://...``                          the same over HTTPS (the servers'
+                                            certificates checked against
+                                            ``output.hdfs_ca_file``)
 ``hdfs://nameservice-or-nn[:rpc]/path``     WebHDFS on the same hosts at
                                             ``webhdfs.http_port`` (default 9870); the RPC
                                             port is ignored, the URI kept for Spark

@@ -14,6 +14,7 @@ alone). An empty string in ``[output]`` means "not set" and becomes ``None`` her
 ``hdfs_attempts``           :attr:`WebHdfsOptions.attempts`
 ``hdfs_retry_initial_s``    :attr:`WebHdfsOptions.retry_initial_s`
 ``hdfs_retry_max_s``        :attr:`WebHdfsOptions.retry_max_s`
+``hdfs_ca_file``            :attr:`WebHdfsOptions.ca_file`
 ``hdfs_kerberos``           :attr:`WebHdfsOptions.kerberos` (``None`` when false)
 ``hdfs_kerberos_*``         :class:`KerberosOptions`
 ``s3_*``                    :class:`S3Options`
@@ -46,6 +47,7 @@ class WebHdfsOptions:
     attempts: int           # tries of one idempotent request
     retry_initial_s: float  # first pause between those tries
     retry_max_s: float      # longest pause between those tries
+    ca_file: str | None     # CA certificates (PEM) of swebhdfs://; None: certifi's bundle
     kerberos: KerberosOptions | None  # None: no Kerberos (hdfs_kerberos = false)
 
 
@@ -82,7 +84,8 @@ def from_output(output: OutputConfig) -> StorageOptions:
         webhdfs=WebHdfsOptions(
             user=o.hdfs_user or None, http_port=o.hdfs_http_port, timeout_s=o.hdfs_timeout_s,
             attempts=o.hdfs_attempts, retry_initial_s=o.hdfs_retry_initial_s,
-            retry_max_s=o.hdfs_retry_max_s, kerberos=kerberos),
+            retry_max_s=o.hdfs_retry_max_s, ca_file=o.hdfs_ca_file or None,
+            kerberos=kerberos),
         s3=S3Options(
             endpoint_url=o.s3_endpoint_url or None, region=o.s3_region or None,
             access_key_id=o.s3_access_key_id or None,

@@ -44,6 +44,12 @@ How it keeps the guarantees of :mod:`garmexport.storage.base`:
   secure NameNode's refusal of the principal acting for ``user`` (doas); quotas
   (DSQuotaExceededException, from the DataNode, once the file is made) and safe mode are
   StorageErrors the exporter retries; the file a refused CREATE made is deleted.
+- HTTPS (``swebhdfs://``): the NameNodes' and DataNodes' certificates are checked against
+  ``output.hdfs_ca_file`` (PEM), else against the certifi bundle requests ships (or
+  REQUESTS_CA_BUNDLE, which requests reads from the environment; a CA file given here
+  wins over it). A certificate that does not verify is no outage a retry outlasts: it is
+  a ConfigError naming the root and the key, at once, from the NameNode or the DataNode
+  that showed it.
 - Kerberos (``output.hdfs_kerberos``): SPNEGO on every request from a ticket that
   :mod:`garmexport.storage.kerberos` keeps fresh; ``user`` is then a proxy user (``doas``).
   The ``hdfs`` package's own KerberosClient is not used: it needs requests-kerberos and
@@ -58,9 +64,12 @@ alone has dropped connections, lost answers and 503s.
 from __future__ import annotations
 
 import logging
+import os
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from hdfs import Client, HdfsError, InsecureClient
@@ -98,6 +107,16 @@ class _Taken(StorageError):
     """A CREATE found its name taken (FileAlreadyExistsException)."""
 
 
+class _Session(requests.Session):
+    """A requests Session whose ``verify`` is sent with every request: requests lets
+    REQUESTS_CA_BUNDLE override a session's ``verify``, not a request's (psf/requests#3829),
+    and the hdfs client sets none per request."""
+
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("verify", self.verify)
+        return super().request(*args, **kwargs)
+
+
 class WebHdfsStorage(Storage):
     """Output root ``root`` (an absolute HDFS path) reached through ``urls`` (HA list)."""
 
@@ -109,8 +128,11 @@ class WebHdfsStorage(Storage):
                            max_s=options.retry_max_s, sleep=sleep, on_retry=self._log_retry,
                            retry_on=(_Transient,))
         self._keeper: TicketKeeper | None = None
+        if options.ca_file and not os.path.isfile(options.ca_file):
+            raise ConfigError(f"output.hdfs_ca_file = {options.ca_file!r}: no such file (the "
+                              "PEM CA certificates of the swebhdfs:// root)")
         if options.kerberos is None:
-            plain = requests.Session()
+            plain = _session(options.ca_file)
             plain.hooks["response"].append(refused_without_kerberos)
             self._client: Any = InsecureClient(";".join(urls), user=options.user,
                                                timeout=options.timeout_s, session=plain)
@@ -119,7 +141,7 @@ class WebHdfsStorage(Storage):
         if why:
             raise ConfigError(f"output.hdfs_kerberos = true: {why}")
         self._keeper = TicketKeeper(options.kerberos)
-        session = requests.Session()
+        session = _session(options.ca_file)
         session.auth = SpnegoAuth(self._keeper)
         self._client = Client(";".join(urls), proxy=options.user, timeout=options.timeout_s,
                               session=session)
@@ -127,6 +149,19 @@ class WebHdfsStorage(Storage):
     def _abs(self, path: str, *, allow_root: bool = False) -> str:
         rel = paths.clean(path, allow_root=allow_root)
         return f"{self.root.rstrip('/')}/{rel}" if rel else self.root
+
+    def _unanswered(self, what: str, exc: BaseException) -> Exception:
+        """The error of a call that got no answer: _Transient, or ConfigError naming the
+        root when the server's TLS certificate did not verify (a retry would meet the same
+        certificate)."""
+        untrusted = _cert_verify_error(exc)
+        if untrusted is None:
+            return _Transient(f"{what}: {exc}")
+        host = urlsplit(str(getattr(getattr(exc, "request", None), "url", "") or "")).netloc
+        return ConfigError(
+            f"output.root = {self.uri!r}: the TLS certificate of {host or 'its server'} is not "
+            f"trusted ({untrusted.verify_message or untrusted}): name the CA that signed it "
+            "in output.hdfs_ca_file (GARMEXPORT_OUTPUT_HDFS_CA_FILE), a PEM file")
 
     @staticmethod
     def _log_retry(n: int, exc: BaseException, delay_s: float) -> None:
@@ -144,7 +179,7 @@ class WebHdfsStorage(Storage):
             finally:
                 res.close()
         except (requests.RequestException, HdfsError) as exc:
-            raise _Transient(f"{_op(method)} {full}: {exc}") from exc
+            raise self._unanswered(f"{_op(method)} {full}", exc) from exc
         if res.status_code >= 500:
             raise _Transient(f"{_op(method)} {full}: HTTP {res.status_code}")
         return res
@@ -239,7 +274,7 @@ class WebHdfsStorage(Storage):
             try:
                 put = self._client._request("PUT", res.headers["location"], data=data)
             except requests.RequestException as exc:
-                raise _Transient(f"CREATE {full} (data): {exc}") from exc
+                raise self._unanswered(f"CREATE {full} (data)", exc) from exc
             if put.status_code >= 400:
                 exception = _remote_exception(put)
                 leftover = exception not in _REFUSED_BEFORE_CREATE
@@ -350,6 +385,29 @@ class WebHdfsStorage(Storage):
         self._client._session.close()
         if self._keeper is not None:
             self._keeper.close()
+
+
+def _session(ca_file: str | None) -> requests.Session:
+    session = _Session()
+    if ca_file:
+        session.verify = ca_file
+    return session
+
+
+def _cert_verify_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification failure under a requests error, if that is what it is
+    (requests wraps urllib3's MaxRetryError, whose ``reason`` wraps the ssl error)."""
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        e = todo.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return e
+        todo += [*e.args, getattr(e, "reason", None), e.__cause__, e.__context__]
+    return None
 
 
 def _op(method: Callable[..., requests.Response]) -> str:

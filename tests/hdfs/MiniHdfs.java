@@ -4,7 +4,7 @@
 //   java -cp "JARS/*" MiniHdfs.java --dir DIR [--datanodes N] [--ha | --rpc-port P] [--conf KEY=VALUE ...]
 //
 // It prints one JSON line when the cluster is up ({"ready": true, "namenodes": [{"http": P,
-// "rpc": P}, ...]}), then reads commands on standard input, one a line, and answers each with
+// "https": P, "rpc": P}, ...]}; 0 for a scheme dfs.http.policy turns off), then reads commands on standard input, one a line, and answers each with
 // one JSON line ({"ok": true, ...} or {"ok": false, "error": "..."}). The commands are the
 // faults and the set-up the tests need, which a real cluster's admin tools would give:
 //
@@ -159,9 +159,13 @@ public class MiniHdfs {
         List<String> out = new ArrayList<>();
         int count = cluster.getNumNameNodes();
         for (int i = 0; i < count; i++) {
-            int http = cluster.getNameNode(i) == null ? 0
-                : cluster.getNameNode(i).getHttpAddress().getPort();
-            out.add("{\"http\": " + http + ", \"rpc\": " + cluster.getNameNodePort(i) + "}");
+            NameNode nn = cluster.getNameNode(i);
+            // 0: down, or that scheme is off (dfs.http.policy HTTP_ONLY or HTTPS_ONLY)
+            int http = nn == null || nn.getHttpAddress() == null ? 0 : nn.getHttpAddress().getPort();
+            int https = nn == null || nn.getHttpsAddress() == null ? 0
+                : nn.getHttpsAddress().getPort();
+            out.add("{\"http\": " + http + ", \"https\": " + https + ", \"rpc\": "
+                + cluster.getNameNodePort(i) + "}");
         }
         return "[" + String.join(", ", out) + "]";
     }

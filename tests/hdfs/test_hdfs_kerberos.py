@@ -128,9 +128,10 @@ class Secure:
         return self.cluster.webhdfs_uri(f"{base}/out")
 
 
-@pytest.fixture(scope="module")
-def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
-    kdc = Kdc(tmp_path_factory.mktemp("kdc")).start()
+def realm(root: Path) -> tuple[Kdc, Path, dict[str, Path]]:
+    """A running KDC in ``root``; the service keytab (``hdfs/localhost`` for the NameNode
+    and DataNodes, ``HTTP/127.0.0.1`` for their web servers) and the users' keytabs."""
+    kdc = Kdc(root).start()
     service = kdc.root / "service.keytab"  # the NameNode's, DataNodes' and web servers' keys
     for name in ("hdfs/localhost", "HTTP/127.0.0.1"):
         kdc.kadmin(f"addprinc -randkey {kdc.principal(name)}")
@@ -141,7 +142,13 @@ def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
                f"{kdc.principal('short')}")
     keytabs["short"] = kdc.root / "short.keytab"
     kdc.kadmin(f"ktadd -k {keytabs['short']} {kdc.principal('short')}")
-    conf = {
+    return kdc, service, keytabs
+
+
+def security_conf(service: Path) -> dict[str, str]:
+    """Kerberos on for the NameNodes, DataNodes and their web servers (keys in ``service``),
+    block access tokens on; without what the DataNodes' ports need (see the docstring)."""
+    return {
         "hadoop.security.authentication": "kerberos",
         "dfs.block.access.token.enable": "true",
         "dfs.namenode.kerberos.principal": f"hdfs/localhost@{REALM}",
@@ -154,10 +161,18 @@ def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         "hadoop.http.authentication.kerberos.principal": f"HTTP/127.0.0.1@{REALM}",
         "hadoop.http.authentication.kerberos.keytab": str(service),
         "hadoop.http.authentication.token.validity": str(COOKIE_VALIDITY_S),
-        "ignore.secure.ports.for.testing": "true",
         # garm may act for etl (doas); spark may not
         "hadoop.proxyuser.garm.hosts": "*",
         "hadoop.proxyuser.garm.users": "etl",
+    }
+
+
+@pytest.fixture(scope="module")
+def secure_hdfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
+    kdc, service, keytabs = realm(tmp_path_factory.mktemp("kdc"))
+    conf = {
+        **security_conf(service),
+        "ignore.secure.ports.for.testing": "true",
         # the DataNodes reach the nameservice a token names (as in test_hdfs_faults.py)
         "dfs.client.failover.proxy.provider.minidfs-ns":
             "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider",

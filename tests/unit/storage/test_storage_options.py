@@ -20,7 +20,8 @@ OTHER: dict[str, object] = {
     "s3_access_key_id": "AKIA", "s3_secret_access_key": "hush",
     "s3_addressing_style": "virtual", "s3_attempts": 7, "s3_timeout_s": 4.5,
     "hdfs_user": "etl", "hdfs_http_port": 14000, "hdfs_timeout_s": 3.5, "hdfs_attempts": 5,
-    "hdfs_retry_initial_s": 0.25, "hdfs_retry_max_s": 2.5, "hdfs_kerberos": True,
+    "hdfs_retry_initial_s": 0.25, "hdfs_retry_max_s": 2.5, "hdfs_ca_file": "/etc/ca.pem",
+    "hdfs_kerberos": True,
     "hdfs_kerberos_principal": "garm@EXAMPLE.COM", "hdfs_kerberos_keytab": "/etc/garm.keytab",
     "hdfs_kerberos_ccache": "/tmp/cc", "hdfs_kerberos_renew_s": 600.0,
 }
