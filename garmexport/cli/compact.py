@@ -5,10 +5,10 @@
 (an option given on the command line wins over ``[compaction]`` in the config), finishes
 the swaps a crashed run left where that needs no Spark (:mod:`.compaction.before_spark`:
 seconds instead of a Spark start), starts Spark with its Hadoop client told what
-``[output]`` tells the exporter (:mod:`.compaction.hadoop_conf`: the HDFS user, the
-bucket's S3A settings, and a clear error when Spark has no file system for the root),
-runs one compaction, prints the summary and returns the exit code (0: done, 1: some files
-had problems and were left alone).
+``[output]`` tells the exporter (:mod:`.compaction.hadoop_conf`: the HDFS user or the
+Kerberos login, the bucket's S3A settings, and a clear error when Spark has no file system
+for the root or no Kerberos login), runs one compaction, prints the summary and returns
+the exit code (0: done, 1: some files had problems and were left alone).
 Errors of the protocol or the store propagate.
 """
 
@@ -26,6 +26,7 @@ from garmexport.compaction.before_spark import finish_swaps
 from garmexport.compaction.fs import open_fs
 from garmexport.compaction.recover import Recovered
 from garmexport.storage.hadoop_uri import spark_root
+from garmexport.storage.kerberos import check_keytab
 from garmexport.storage.options import from_output
 from garmexport.storage.root_check import SETTING, require
 from garmexport.compaction.job import CompactOptions, run
@@ -136,6 +137,12 @@ def main(args: argparse.Namespace, config: Any) -> int:
         require(open_fs(None, opts.root_uri).root_state(), root, setting)
     metastore_uri = _opt(args, "metastore_uri", config.hive.metastore_uri)
     store = from_output(config.output)
+    # Spark's JVM logs in from the exporter's keytab (hadoop_conf.kerberos_conf): a keytab
+    # or KDC that cannot give a ticket is one line here, not a Java stack trace from Spark
+    given = spark_conf(args)
+    login = hadoop_conf.kerberos_conf(opts.root_uri, store)
+    if login and store.webhdfs.kerberos is not None:
+        check_keytab(store.webhdfs.kerberos)
     early = Recovered(0, 0)
     if not opts.dry_run:  # a crashed run's swap first: readers wait for it, not for Spark
         early = finish_swaps(opts.root_uri, config.output.root, store,
@@ -144,9 +151,9 @@ def main(args: argparse.Namespace, config: Any) -> int:
                              opts.grace_s)
     started = time.monotonic()
     # Spark's Hadoop client reaches the root as the exporter does (hadoop_conf): the HDFS
-    # user at the JVM's launch, the S3A settings in the running session
-    given = spark_conf(args)
-    launch = hadoop_conf.with_java_options(given, hadoop_conf.java_options(opts.root_uri, store))
+    # user or the Kerberos login at the JVM's launch, the S3A settings in the running session
+    launch = hadoop_conf.with_java_options(hadoop_conf.with_kerberos(given, login),
+                                           hadoop_conf.java_options(opts.root_uri, store))
     spark = build_session(_opt(args, "master", config.compaction.spark_master),
                           metastore_uri, launch, log_level=_opt(
                               args, "spark_log_level", config.compaction.spark_log_level))
@@ -154,6 +161,7 @@ def main(args: argparse.Namespace, config: Any) -> int:
     try:
         hadoop_conf.apply(spark, hadoop_conf.hadoop_settings(opts.root_uri, store), given)
         hadoop_conf.check_scheme(spark, opts.root_uri, setting)
+        hadoop_conf.check_kerberos(spark, opts.root_uri, store)
         fs = open_fs(spark, opts.root_uri)
         require(fs.root_state(), root, setting)
         summary = reported(config.compaction, opts.root_uri, opts.dry_run, lambda: counted(

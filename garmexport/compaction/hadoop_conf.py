@@ -16,6 +16,23 @@ in ``[output]``, Spark's client must be told too, or the two act differently on 
   ``-DHADOOP_USER_NAME=<hdfs_user>``, which Hadoop reads when the environment has no
   ``HADOOP_USER_NAME`` (a variable the operator sets wins). With Kerberos the user is the
   ticket's principal and ``hdfs_user`` a proxy user: nothing is added.
+- **Kerberos** (:func:`kerberos_conf`, :func:`java_options`, :func:`check_kerberos`). With
+  ``hdfs_kerberos`` and a keytab the exporter gets its tickets as ``hdfs_kerberos_principal``
+  from ``hdfs_kerberos_keytab`` (:mod:`garmexport.storage.kerberos`); Spark's client had no
+  login at all and every RPC failed with "Client cannot authenticate via:[TOKEN,
+  KERBEROS]" (seen on the secure HA cluster: tests/hdfs/test_hdfs_kerberos_compaction.py).
+  The session gets ``spark.kerberos.principal`` and ``spark.kerberos.keytab``: Spark's
+  SparkSubmit logs the driver in from them before the session starts (local mode too,
+  unlike standalone), and Hadoop's client logs in again from the keytab as tickets end.
+  Java reads no ``KRB5_CONFIG``: where the environment names one krb5.conf for MIT's
+  tools, the driver JVM gets ``-Djava.security.krb5.conf`` of the same file (a
+  ``java.security.krb5.conf`` the user gives in ``spark.driver.extraJavaOptions`` wins).
+  The keytab's path and the principal are no secret; the keys stay in the file. Hadoop's
+  client turns Kerberos on from ``hadoop.security.authentication`` in the cluster's
+  ``core-site.xml`` (``HADOOP_CONF_DIR``), not from Spark's settings: without it Spark
+  logs nobody in, which :func:`check_kerberos` turns into a ConfigError saying so.
+  Without a keytab Spark's client reads the default ticket cache (``KRB5CCNAME``), as the
+  exporter does when ``hdfs_kerberos_ccache`` is empty.
 - **S3** (:func:`hadoop_settings`): per-bucket S3A settings for the root's bucket,
   ``fs.s3a.bucket.<bucket>.*``: the endpoint (``s3_endpoint_url``, else
   ``AWS_ENDPOINT_URL``, then ``AWS_ENDPOINT_URL_S3``, as the exporter's S3 backend and
@@ -51,12 +68,46 @@ def scheme(uri: str) -> str:
     return uri.split("://", 1)[0].lower() if "://" in uri else ""
 
 
-def java_options(root_uri: str, options: StorageOptions) -> list[str]:
-    """JVM options of the driver for ``root_uri`` (the Spark root): the HDFS user."""
+def java_options(root_uri: str, options: StorageOptions,
+                 environ: Mapping[str, str] | None = None) -> list[str]:
+    """JVM options of the driver for ``root_uri`` (the Spark root): the HDFS user, or with
+    Kerberos the krb5.conf that ``KRB5_CONFIG`` names. ConfigError when it names several
+    (MIT merges them, Java reads one)."""
     webhdfs = options.webhdfs
-    if scheme(root_uri) == "hdfs" and webhdfs.user and webhdfs.kerberos is None:
-        return [f"-DHADOOP_USER_NAME={webhdfs.user}"]
-    return []
+    if scheme(root_uri) != "hdfs":
+        return []
+    if webhdfs.kerberos is None:
+        return [f"-DHADOOP_USER_NAME={webhdfs.user}"] if webhdfs.user else []
+    krb5 = (os.environ if environ is None else environ).get("KRB5_CONFIG", "")
+    if not krb5:
+        return []  # Java reads /etc/krb5.conf, as MIT's tools do then
+    if ":" in krb5:
+        raise ConfigError(f"KRB5_CONFIG={krb5!r} names several files: Spark's JVM reads "
+                          "one krb5.conf (java.security.krb5.conf); set KRB5_CONFIG to one "
+                          "file for `garmexport compact`")
+    return [f"-Djava.security.krb5.conf={krb5}"]
+
+
+def kerberos_conf(root_uri: str, options: StorageOptions) -> dict[str, str]:
+    """Spark settings that log the driver in as the exporter logs in to ``root_uri``:
+    ``hdfs_kerberos_principal`` from ``hdfs_kerberos_keytab`` (empty without a keytab,
+    without Kerberos, and for a root that is not ``hdfs://``)."""
+    kerberos = options.webhdfs.kerberos
+    if scheme(root_uri) != "hdfs" or kerberos is None or not kerberos.keytab:
+        return {}
+    if not kerberos.principal:
+        raise ConfigError("output.hdfs_kerberos_keytab needs output.hdfs_kerberos_principal "
+                          "(the principal whose key the keytab holds)")
+    return {"spark.kerberos.principal": kerberos.principal,
+            "spark.kerberos.keytab": kerberos.keytab}
+
+
+def with_kerberos(conf: Mapping[str, str], login: Mapping[str, str]) -> dict[str, str]:
+    """``login`` (:func:`kerberos_conf`) under ``conf``: a principal or keytab the user
+    gave as ``--spark-conf`` stays, with its pair."""
+    if any(key in conf for key in login):
+        return dict(conf)
+    return {**login, **conf}
 
 
 def with_java_options(conf: Mapping[str, str], extra: list[str]) -> dict[str, str]:
@@ -132,3 +183,26 @@ def check_scheme(spark: Any, root_uri: str, setting: str) -> None:
                 "README, Storage backends, Compaction)") if name == "s3a" else ""
         raise ConfigError(f"Spark's root {root_uri!r} (from {setting}): Spark's Hadoop "
                           f"client has no {name}:// file system ({detail}){hint}") from exc
+
+
+def check_kerberos(spark: Any, root_uri: str, options: StorageOptions) -> None:
+    """ConfigError when ``[output]`` says Kerberos for an ``hdfs://`` root and Spark's
+    Hadoop client has security off or logged in without Kerberos credentials; else the
+    first file call fails with "Client cannot authenticate via:[TOKEN, KERBEROS]"."""
+    kerberos = options.webhdfs.kerberos
+    if scheme(root_uri) != "hdfs" or kerberos is None:
+        return
+    ugi = spark._jvm.org.apache.hadoop.security.UserGroupInformation
+    if not ugi.isSecurityEnabled():
+        raise ConfigError(
+            "output.hdfs_kerberos is true, but Spark's Hadoop client has "
+            "hadoop.security.authentication = simple: give `garmexport compact` the "
+            "cluster's client configuration (HADOOP_CONF_DIR holding its core-site.xml "
+            "and hdfs-site.xml)")
+    user = ugi.getLoginUser()
+    if not user.hasKerberosCredentials():
+        source = (f"keytab {kerberos.keytab} as {kerberos.principal}" if kerberos.keytab
+                  else "the default ticket cache (KRB5CCNAME; give "
+                  "output.hdfs_kerberos_keytab for Spark to log in from a keytab)")
+        raise ConfigError(f"Spark's Hadoop client has no Kerberos login ({user.getUserName()}"
+                          f" without credentials) from {source}")

@@ -20,6 +20,7 @@ when no usable ticket can be had raises StorageError, which the exporter's back-
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import subprocess
@@ -110,6 +111,25 @@ class TicketKeeper:
     def close(self) -> None:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def check_keytab(options: KerberosOptions) -> None:
+    """ConfigError, with ``kinit``'s reason in one line, when no ticket can be had from
+    ``options.keytab`` (a key the keytab lacks, a KDC that does not answer, a krb5.conf
+    that names no such realm). For a process that logs in from the keytab on its own
+    (Spark's JVM: ``garmexport compact``), whose failure would be a Java stack trace; the
+    ticket goes to a private cache that is removed, never to ``options.ccache``."""
+    if not options.keytab:
+        return
+    keeper = TicketKeeper(dataclasses.replace(options, ccache=None))
+    try:
+        keeper._kinit()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ConfigError(f"no Kerberos ticket for {options.principal} from "
+                          f"output.hdfs_kerberos_keytab {options.keytab}: "
+                          f"{_one_line(exc)}") from exc
+    finally:
+        keeper.close()
 
 
 class SpnegoAuth(requests.auth.AuthBase):
