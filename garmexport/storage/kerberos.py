@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import shutil
 import subprocess
 import tempfile
@@ -147,7 +148,9 @@ class SpnegoAuth(requests.auth.AuthBase):
     requests-gssapi keeps one security context per host, which two threads negotiating at
     once would step with each other's answers. A 401 left after the negotiation raises
     StorageError, with GSSAPI's reason when the token could not even be made (an unknown
-    service principal, no ticket): never retried within the backend."""
+    service principal, no ticket, no cross-realm trust), as does the 500 of a NameNode that
+    took the token but maps its principal to no user (no ``auth_to_local`` rule for its
+    realm): never retried within the backend."""
 
     def __init__(self, keeper: TicketKeeper) -> None:
         self.keeper = keeper
@@ -188,16 +191,49 @@ def _negotiator(creds: Any) -> Any:
 
 
 def _refused(res: requests.Response, auth: Any) -> requests.Response:
-    """The final answer of a call: StorageError if it is still a 401."""
+    """The final answer of a call: StorageError if it is still a 401, or if it is the 500
+    of a NameNode that took the token but maps its principal to no user (no outage that
+    a retry outlasts)."""
+    where = res.url.partition("?")[0]
+    if _unmapped(res):
+        said = re.search(r"NoMatchingRule: (No rules applied to [^<\s]+)", res.text)
+        raise StorageError(
+            f"{res.request.method} {where}: HTTP 500 right after the NameNode accepted the "
+            f"Kerberos ticket of {auth.creds.name}"
+            + (f" ({said[1]})" if said else "") + ": it maps the principal to no user; the "
+            "cluster's hadoop.security.auth_to_local needs a rule for the principal's realm")
     if res.status_code != 401:
         return res
     failure = getattr(auth.last, "failure", None)
-    why = (f"no SPNEGO token could be made: {failure}" if failure
+    why = (f"no SPNEGO token could be made: {failure}{_untrusted(failure)}" if failure
            else "the server refused the SPNEGO token" if res.history
            else "the server asked for no Negotiate authentication")
-    where = res.url.partition("?")[0]
     raise StorageError(f"{res.request.method} {where}: HTTP 401, Kerberos authentication "
                        f"failed ({why})")
+
+
+def _unmapped(res: requests.Response) -> bool:
+    """Whether ``res`` is how Hadoop answers a principal that ``hadoop.security.
+    auth_to_local`` maps to no short name (a principal of another realm, trusted, that no
+    rule names): a 500 to the request that carried the SPNEGO token (after the 401), with
+    the server's token back (it took ours) and no RemoteException of WebHDFS's own. Hadoop
+    3.5 names the reason ("NoMatchingRule: No rules applied to ...") in an HTML page for a
+    GET; a PUT's or DELETE's answer has no body."""
+    return (res.status_code == 500 and bool(res.history)
+            and res.history[-1].status_code == 401
+            and res.headers.get("WWW-Authenticate", "").lower().startswith("negotiate ")
+            and "json" not in res.headers.get("Content-Type", ""))
+
+
+def _untrusted(failure: str) -> str:
+    """What GSSAPI's "Server krbtgt/SERVICE@CLIENT not found" means, as a suffix: the
+    client's realm has no trust to the service's ("" for other failures)."""
+    found = re.search(r"Server krbtgt/([^@\s]+)@(\S+) not found", failure)
+    if not found or found[1] == found[2]:
+        return ""
+    return (f"; no cross-realm trust: realm {found[2]} has no krbtgt/{found[1]}@{found[2]}, "
+            f"which the KDCs of both realms need, with the same key, before a principal of "
+            f"{found[2]} can use a service of {found[1]}")
 
 
 def refused_without_kerberos(res: requests.Response, **_: Any) -> requests.Response:

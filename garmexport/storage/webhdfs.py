@@ -365,10 +365,11 @@ class WebHdfsStorage(Storage):
 
     def _delete_quietly(self, full: str) -> None:
         """One DELETE attempt, no retry: called inside retried operations (a nested retry
-        multiplied the time a failing stage took), and ``gc_temp`` removes what stays."""
+        multiplied the time a failing stage took), and ``gc_temp`` removes what stays. Its
+        own failure is logged, never raised: the caller's error is the one to report."""
         try:
             res = self._once(self._client._delete, full, recursive="false")
-        except _Transient as exc:
+        except StorageError as exc:
             log.warning("could not remove %s (gc_temp will): %s", full, exc)
             return
         if res.status_code >= 400 and res.status_code != 404:
