@@ -33,7 +33,7 @@ from typing import Any
 
 import requests
 
-from garmexport.errors import ConfigError, StorageError
+from garmexport.errors import ConfigError, StorageDenied, StorageError
 from garmexport.storage.options import KerberosOptions
 from garmexport.storage.ticket_renewal import Ticket, renewal_due, usable
 
@@ -197,7 +197,7 @@ def _refused(res: requests.Response, auth: Any) -> requests.Response:
     where = res.url.partition("?")[0]
     if _unmapped(res):
         said = re.search(r"NoMatchingRule: (No rules applied to [^<\s]+)", res.text)
-        raise StorageError(
+        raise StorageDenied(  # the cluster refuses this principal: at start-up, exit 2
             f"{res.request.method} {where}: HTTP 500 right after the NameNode accepted the "
             f"Kerberos ticket of {auth.creds.name}"
             + (f" ({said[1]})" if said else "") + ": it maps the principal to no user; the "

@@ -244,7 +244,7 @@ def test_a_realm_the_cluster_does_not_trust_then_does_not_map_is_one_clear_error
     code, err, seconds = garmexport(env, "run", timeout_s=60)
     print(f"exit {code} after {seconds:.1f} s: {err}")
     errors = [line for line in lines(err) if " INFO " not in line]  # INFO: the ticket got
-    assert code != 0 and "Traceback" not in err and len(errors) == 1, err
+    assert code == 2 and "Traceback" not in err and len(errors) == 1, err  # configuration
     for said in ("output.root", f"No rules applied to garm@{STRAY}",
                  "hadoop.security.auth_to_local"):
         assert said in errors[0], err
