@@ -29,6 +29,7 @@ from garmexport.compaction.fs import FileOps
 from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
 from garmexport.compaction.plan import InputFile
 from garmexport.compaction.scan import scan_day
+from garmexport.compaction.swap import COMPLETE_STEP
 from garmexport.protocol.naming import QUARANTINE_DIR, FileName
 
 
@@ -78,10 +79,6 @@ def write_complete(fs: FileOps, output: str, day: str, doc: dict[str, object]) -
         return False
     fs.write(f"{day_dir(output, day)}/{COMPLETE}", json.dumps(doc, indent=1).encode())
     return True
-
-
-#: crash point of the tests that kill compaction: just before ``_COMPLETE`` is written
-COMPLETE_STEP = "before-complete"
 
 
 def mark_if_complete(fs: FileOps, output: str, day: str, now_ms: int, lateness_s: float,

@@ -81,21 +81,13 @@ open.
 from __future__ import annotations
 
 import json
-import os
-import signal
 from dataclasses import dataclass
 
 from garmexport.compaction.names import flip_path, is_hidden
 from garmexport.protocol.naming import day_dir
 from garmexport.errors import ProtocolViolation
+from garmexport.process.crash_hooks import hook
 
-CRASH_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_AT"  # not GARMEXPORT_*: config rejects unknown ones
-#: when set too, the crash point stops the process (SIGSTOP) instead of exiting, so that a
-#: test can SIGKILL its whole process group (the Spark JVM included) from outside
-CRASH_STOP_ENV = "TEST_GARMEXPORT_COMPACT_CRASH_STOP"
-#: when set, every crash point stops the process (SIGSTOP) and goes on once continued: a
-#: test acts between the steps (publishes a file, samples a reader, kills the group)
-PAUSE_ENV = "TEST_GARMEXPORT_COMPACT_PAUSE"
 #: crash points, in the order a swap with a view reaches them: "before-journal",
 #: "after-journal", "mid-view", "after-view", "after-flip", "waiting" (the run waits out
 #: the grace: :mod:`.grace`), "mid-publish", "after-publish", "mid-delete", "after-delete",
@@ -103,6 +95,9 @@ PAUSE_ENV = "TEST_GARMEXPORT_COMPACT_PAUSE"
 #: six keep their old places in the tuple.
 STEPS = ("before-journal", "after-journal", "mid-publish", "after-publish", "mid-delete",
          "after-delete", "mid-view", "after-view", "after-flip", "after-unflip", "waiting")
+#: crash point of the tests that kill compaction: just before ``_COMPLETE`` is written
+#: (:mod:`.complete`), after the day's swaps
+COMPLETE_STEP = "before-complete"
 
 
 @dataclass(frozen=True)
@@ -329,16 +324,12 @@ def _roll_forward_view(journal: Journal, present: frozenset[str], journal_path: 
 
 
 def crash_point(step: str) -> None:
-    """Test hook: die like SIGKILL at ``step`` when TEST_GARMEXPORT_COMPACT_CRASH_AT names it;
-    with TEST_GARMEXPORT_COMPACT_CRASH_STOP set, stop there first and die only if continued.
+    """Test hook (:mod:`garmexport.process.crash_hooks`): act at swap step ``step`` of
+    :data:`STEPS` (or :data:`COMPLETE_STEP`) if ``TEST_GARMEXPORT_CRASH_AFTER`` asks for it: ``<step>`` dies like
+    SIGKILL there, ``<step>:1:stop-exit`` stops first and dies only once continued (a test
+    SIGKILLs the process group meanwhile, the Spark JVM included), ``*:*:stop`` stops at
+    every step and goes on once continued."""
+    hook(step, _HOOK_STEPS)
 
-    An exit from inside is not a kill from outside (the JVM child outlives it, nothing
-    else is cut off): stopping lets a test deliver the real SIGKILL to the process group.
-    With TEST_GARMEXPORT_COMPACT_PAUSE set, stop at every step and go on once continued.
-    """
-    if os.environ.get(PAUSE_ENV):
-        os.kill(os.getpid(), signal.SIGSTOP)
-    if os.environ.get(CRASH_ENV) == step:
-        if os.environ.get(CRASH_STOP_ENV):
-            os.kill(os.getpid(), signal.SIGSTOP)
-        os._exit(137)
+
+_HOOK_STEPS = (*STEPS, COMPLETE_STEP)

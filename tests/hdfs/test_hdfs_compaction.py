@@ -44,7 +44,7 @@ from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.names import CompactedName, view_path
 from garmexport.compaction.recover import wall_ms
 from garmexport.compaction.spark_job import build_session
-from garmexport.compaction.swap import CRASH_ENV, CRASH_STOP_ENV
+from garmexport.process.crash_hooks import CRASH_ENV
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import TableNaming, columns_of, partition_location, table_location
 from garmexport.settings.config import OutputConfig
@@ -376,7 +376,7 @@ def test_the_shipped_nightly_job_compacts_the_real_cluster_and_its_relaunch_fini
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
 
-    first = launch({CRASH_ENV: "mid-delete", CRASH_STOP_ENV: "1"})
+    first = launch({CRASH_ENV: "mid-delete:1:stop-exit"})
     retry = None
     try:
         kill_when_stopped(first, log)

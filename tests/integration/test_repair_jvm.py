@@ -47,7 +47,8 @@ import pyarrow.parquet as pq
 from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.compaction.lease import lease_name, parse_lease
 from garmexport.compaction.names import LEASE_DIR
-from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV, STEPS
+from garmexport.compaction.swap import STEPS
+from garmexport.process.crash_hooks import CRASH_ENV as SWAP_CRASH_ENV
 from garmexport.pipeline.router import classify
 from garmexport.protocol.naming import FileName
 from garmexport.settings.load import load_config

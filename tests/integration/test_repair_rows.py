@@ -40,7 +40,6 @@ from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
 from garmexport.tools.generator import Spec, generate
 from garmexport.wire.frames import HEAD_SIZE, encode
 from garmexport.wire.quarantine import quarantine_table
-from garmexport.compaction.swap import CRASH_ENV as SWAP_CRASH_ENV
 from tests.spark.exporter_like import markers_for, write_day
 from tests.integration.harness import (
     NOW_MS, Exporter, assert_exact, export_all_exactly_once, exporter_env, exporter_runs,
@@ -99,7 +98,7 @@ def test_repair_duplicates_takes_a_restored_copy_out_once_across_a_kill(
         _two_exporters(runs, env, tmp_path)
         feed, _ = produce_in_background(broker.bootstrap, topic, 1_000, partitions=2, seed=42,
                                         days=1, rate=500, now_ms=LATER_MS)
-        killed = repair(env, "duplicates", "--apply", extra={SWAP_CRASH_ENV: "after-journal"})
+        killed = repair(env, "duplicates", "--apply", extra={CRASH_ENV: "after-journal"})
         assert killed.returncode == 137, killed.stdout + killed.stderr
         assert copy.exists(), "the kill came before the swap touched the day"
         again = repair(env, "duplicates", "--apply")

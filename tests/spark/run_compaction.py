@@ -11,7 +11,7 @@ so a test can time a kill, then the run's summary line.
 ``python -m tests.spark.run_compaction --serve WORKDIR METASTORE_URI REQUESTS``: one Spark
 session for many runs, each asked for by a file ``REQUESTS/<n>.json`` (``{"root", "now_ms",
 "target", "database", "grace_s"}``, and ``"pause": true`` to stop at every swap step:
-:data:`~garmexport.compaction.swap.PAUSE_ENV`; ``{"stop": true}`` ends the loop), printing into
+:data:`~garmexport.process.crash_hooks.PAUSE_AT_EVERY_STEP`; ``{"stop": true}`` ends the loop), printing into
 ``<n>.out`` what a single run prints, its log (JSON lines) into ``<n>.log``, and leaving its
 exit status in ``<n>.code``; with
 ``"before_spark": true`` the run is ``compact``'s: the swaps are first recovered without
@@ -40,12 +40,15 @@ from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.recover import Recovered
 from garmexport.compaction.spark_job import build_session
-from garmexport.compaction.swap import PAUSE_ENV, crash_point
+from garmexport.compaction.swap import crash_point
+from garmexport.process.crash_hooks import CRASH_ENV, PAUSE_AT_EVERY_STEP, hook
 from garmexport.hive.tables import TableNaming
 from garmexport.observe.logs import configure
 from tests.spark.conftest import local_spark_conf
 
 
+#: where the retry's Spark would start (the session is up already): a step of this harness
+SPARK_START = "spark-start"
 #: the runs' lease: a retry waits this long at most for a killed run's (20 s shipped); still
 #: four renewals long, so a live run under load keeps it
 LEASE_S = 8.0
@@ -70,13 +73,16 @@ def compact_once(spark: Any, out: TextIO, root: str, now_ms: int, target: int,
 
     def crash(step: str) -> None:
         print(step, file=out, flush=True)
-        crash_point(step)
+        if step == SPARK_START:  # this harness's own step, not one of the swap's
+            hook(step, (SPARK_START,))
+        else:
+            crash_point(step)
 
     early = Recovered(0, 0)
     if metastore_uri:
         early = finish_swaps(fs.uri, root, None, metastore_uri, 30.0, opts.tables,
                              opts.lease_wait_s, now_ms, grace_s, crash)
-        crash("spark-start")
+        crash(SPARK_START)
     print("starting", file=out, flush=True)
     summary = counted(run(spark, fs, opts, now_ms, crash), early)
     print(summary.line(), file=out, flush=True)
@@ -103,7 +109,7 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
             break
         code = 0
         if doc.get("pause"):
-            os.environ[PAUSE_ENV] = "1"
+            os.environ[CRASH_ENV] = PAUSE_AT_EVERY_STEP
         with open(Path(requests, f"{n}.out"), "w") as out, \
                 open(Path(requests, f"{n}.log"), "w") as log:
             configure("json", "INFO", stream=log)
@@ -116,7 +122,7 @@ def serve(workdir: str, metastore_uri: str, requests: str) -> None:
                 print(traceback.format_exc(), file=out, flush=True)
                 code = 1
             finally:
-                os.environ.pop(PAUSE_ENV, None)
+                os.environ.pop(CRASH_ENV, None)
                 configure("text", "WARNING")  # the file closes: back to stderr
         done = Path(requests, f"{n}.code.tmp")
         done.write_text(str(code))

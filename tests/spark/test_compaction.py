@@ -22,7 +22,8 @@ from garmexport.compaction.job import CompactOptions, Summary, run
 from garmexport.compaction.names import CompactedName
 from garmexport.compaction.recover import wall_ms
 from garmexport.compaction.scan import ranges_from_json
-from garmexport.compaction.swap import CRASH_ENV, STEPS
+from garmexport.compaction.swap import STEPS
+from garmexport.process.crash_hooks import CRASH_ENV
 from garmexport.hive.tables import TableNaming
 from garmexport.protocol.naming import MS_PER_DAY, epoch_day
 from tests.spark.exporter_like import (data_files, markers_for, read_rows, write_day,

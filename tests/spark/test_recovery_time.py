@@ -12,7 +12,7 @@ Metronome: the job's ``cmd`` and ``env`` as ``tests/spark/test_shipped_jobs.py``
 19 s after the kill in place of Metronome's ON_FAILURE restart (the delay issue 23
 measured); Metronome itself does not run here.
 
-The first try stops itself at a chosen swap step (TEST_GARMEXPORT_COMPACT_CRASH_STOP) and the
+The first try stops itself at a chosen swap step (`<step>:1:stop-exit`, crash_hooks) and the
 test SIGKILLs its process group, the Spark JVM included, as the OOM killer or an operator
 would. Then the day must be exact within 60 s of the kill, whatever runs next without an
 operator: its inputs gone, its compacted outputs present, no journal left, the metastore
@@ -38,7 +38,7 @@ import pytest
 
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.names import CompactedName
-from garmexport.compaction.swap import CRASH_ENV, CRASH_STOP_ENV
+from garmexport.process.crash_hooks import CRASH_ENV
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import partition_location
 from tests.spark.exporter_like import data_files
@@ -281,7 +281,7 @@ def test_a_swap_killed_under_the_cron_retry_loop_is_exact_again_within_a_minute(
            # would after an hour; "waiting" is a kill in a grace the retry must finish
            "GARMEXPORT_COMPACTION_RETIRED_GRACE_S": "5" if step == "waiting" else "0",
            "GARMEXPORT_COMPACTION_SPARK_MASTER": "local[1]",
-           CRASH_ENV: step, CRASH_STOP_ENV: "1"}
+           CRASH_ENV: f"{step}:1:stop-exit"}
     assert shutil.which("setsid") and shutil.which("flock")
     loop = subprocess.Popen([env["SHELL"], "-c", command], env=env, cwd=sandbox,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -330,7 +330,7 @@ def test_a_swap_killed_in_the_metronome_job_is_exact_again_within_a_minute(
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
 
-    first = launch({CRASH_ENV: step, CRASH_STOP_ENV: "1"})
+    first = launch({CRASH_ENV: f"{step}:1:stop-exit"})
     retry = None
     try:
         _, _, killed_at, jvms = kill_when_stopped(first, log)

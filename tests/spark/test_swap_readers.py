@@ -34,7 +34,8 @@ from garmexport.compaction.complete import COMPLETE_STEP
 from garmexport.compaction.lease import LEASE_S as SHIPPED_LEASE_S
 from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.names import CompactedName
-from garmexport.compaction.swap import CRASH_ENV, PAUSE_ENV, STEPS
+from garmexport.compaction.swap import STEPS
+from garmexport.process.crash_hooks import CRASH_ENV, PAUSE_AT_EVERY_STEP
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import columns_of, partition_location, table_location
 from tests.jvm_root import jvm_table
@@ -58,7 +59,7 @@ UNTOUCHED = ("before-journal", "after-journal", "mid-view", "after-view", "after
              "waiting")
 #: the step of a retry run as ``compact`` runs it (``before_spark``) that stands for Spark's
 #: start-up, between the recovery before Spark and the run (tests/spark/run_compaction.py)
-SPARK_START = "spark-start"
+SPARK_START = run_compaction.SPARK_START
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -168,7 +169,7 @@ class Retrier:
             ) -> tuple[int, list[tuple[float, str]]]:
         """Exit status and every output line with the wall time it was seen (within
         0.1 s of its writing), as :func:`timed` gives them for a run in its own process.
-        With ``on_step`` the run stops at every swap step (PAUSE_ENV): ``on_step(pid,
+        With ``on_step`` the run stops at every swap step (PAUSE_AT_EVERY_STEP): ``on_step(pid,
         step)`` is called, then the run is continued. ``before_spark``: the run is
         ``compact``'s, which recovers before it starts Spark (then :data:`SPARK_START`)."""
         n, self.count = self.count, self.count + 1
@@ -460,7 +461,7 @@ def test_a_query_planned_before_the_flip_reads_every_file_it_listed_and_late_fil
 
 
 def stopped(pid: int, timeout_s: float = 120) -> None:
-    """Until ``pid`` has stopped itself at a swap step (PAUSE_ENV)."""
+    """Until ``pid`` has stopped itself at a swap step (PAUSE_AT_EVERY_STEP)."""
     deadline = time.monotonic() + timeout_s
     while True:
         with open(f"/proc/{pid}/stat") as f:
@@ -527,7 +528,7 @@ def test_a_file_published_at_every_step_of_a_swap_killed_at_its_commit_point_nev
                 behind.append(f"{step} (run {1 + (len(steps) > 2)}): {len(lacked)} rows")
         outside_wait = outside_wait and step != SPARK_START
 
-    run = compact(root, str(tmp_path / "run1"), metastore, database, {PAUSE_ENV: "1"})
+    run = compact(root, str(tmp_path / "run1"), metastore, database, {CRASH_ENV: PAUSE_AT_EVERY_STEP})
     assert run.stdout is not None
     with run.stdout:
         while (line := run.stdout.readline()):
@@ -617,7 +618,7 @@ def test_a_repair_of_duplicates_killed_at_its_commit_point_never_shows_a_row_mis
                 "GARMEXPORT_SOURCE_CLUSTER": "local", "GARMEXPORT_COMPACTION_LATENESS_S": "0",
                 "GARMEXPORT_HIVE_METASTORE_URI": uri(metastore),
                 "GARMEXPORT_HIVE_DATABASE": database, "GARMEXPORT_HIVE_REGISTER_DELAY_S": "4",
-                PAUSE_ENV: "1"})
+                CRASH_ENV: PAUSE_AT_EVERY_STEP})
     stops = 0
 
     def repair() -> subprocess.Popen:

@@ -13,7 +13,7 @@ from garmexport.pipeline.crash_points import CRASH_ENV, crash_point
 
 
 def test_a_crash_point_must_name_a_commit_step() -> None:
-    with pytest.raises(ValueError, match="not a commit step"):
+    with pytest.raises(ValueError, match="not a crash step"):
         crash_point("publsh")
 
 
