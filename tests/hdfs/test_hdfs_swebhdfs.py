@@ -50,23 +50,10 @@ from tests.integration.test_cli_operator import garmexport, lines
 from tests.storage.conftest import Backend
 
 # the storage contract, checked over HTTPS through the fixtures below (the Kerberos
-# module's list: importing that module has skipped this one where it cannot run)
-from tests.hdfs.test_hdfs_kerberos import (  # noqa: E402,F401 - collected here again
-    test_a_staged_file_is_never_visible_among_data,
-    test_an_abandoned_stage_shows_nothing_and_gc_removes_it,
-    test_delete_removes_a_file_and_ignores_a_missing_one,
-    test_exists_is_true_for_files_only,
-    test_list_of_a_missing_directory_is_empty,
-    test_list_shows_files_and_directories_with_sizes,
-    test_publish_makes_the_staged_bytes_visible_under_the_final_name,
-    test_publish_to_an_existing_name_conflicts_and_changes_nothing,
-    test_put_exclusive_writes_small_and_empty_files_once,
-    test_racing_threads_publish_one_name_exactly_once,
-    test_read_gives_the_published_bytes_exactly,
-    test_read_tail_gives_the_last_bytes_and_the_size,
-    test_read_tail_with_the_listed_size_gives_the_same_bytes,
-    test_the_root_is_looked_at_without_being_made_and_made_on_request,
-)
+# module has skipped this one, on import, where it cannot run)
+from tests.storage.test_conformance import REMOTE_CASES  # noqa: E402
+
+globals().update(REMOTE_CASES)  # collected here again
 
 pytestmark = pytest.mark.xdist_group("hdfs-swebhdfs")
 

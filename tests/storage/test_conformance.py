@@ -243,3 +243,24 @@ def test_a_root_that_is_a_file_is_not_a_directory(storage_backend: Backend) -> N
         assert at_file.root_state() == ROOT_NOT_DIRECTORY
     finally:
         at_file.close()
+
+
+#: The cases a module over a cluster of its own collects again (they need nothing of the
+#: machine the store runs on: no process of the test's own, no path of the local disk):
+#: ``globals().update(REMOTE_CASES)`` there. The secure HDFS modules use it.
+REMOTE_CASES = {case.__name__: case for case in (
+    test_a_staged_file_is_never_visible_among_data,
+    test_an_abandoned_stage_shows_nothing_and_gc_removes_it,
+    test_delete_removes_a_file_and_ignores_a_missing_one,
+    test_exists_is_true_for_files_only,
+    test_list_of_a_missing_directory_is_empty,
+    test_list_shows_files_and_directories_with_sizes,
+    test_publish_makes_the_staged_bytes_visible_under_the_final_name,
+    test_publish_to_an_existing_name_conflicts_and_changes_nothing,
+    test_put_exclusive_writes_small_and_empty_files_once,
+    test_racing_threads_publish_one_name_exactly_once,
+    test_read_gives_the_published_bytes_exactly,
+    test_read_tail_gives_the_last_bytes_and_the_size,
+    test_read_tail_with_the_listed_size_gives_the_same_bytes,
+    test_the_root_is_looked_at_without_being_made_and_made_on_request,
+)}
