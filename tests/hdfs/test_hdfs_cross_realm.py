@@ -42,6 +42,9 @@ import pytest
 import requests
 
 from garmexport.errors import StorageError
+from tests.hdfs.secure_gate import skip_unless_secure
+
+skip_unless_secure()  # before the secure module's names (secure_gate says why)
 from tests.hdfs.test_hdfs_kerberos import (  # skips this module where that one is skipped
     Secure, kerberized, realm, security_conf, storage, storage_backend,  # noqa: F401 - fixtures
 )

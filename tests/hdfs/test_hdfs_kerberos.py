@@ -33,7 +33,6 @@ from __future__ import annotations
 import base64
 import calendar
 import logging
-import os
 import re
 import subprocess
 import threading
@@ -59,29 +58,11 @@ from tests.integration.harness import (
     Exporter, assert_exact, exporter_env, exporter_runs, produce_in_background, topic_ends,
 )
 from tests.integration.test_cli_operator import garmexport, lines
-from tests.kdc import REALM, Kdc, missing
+from tests.hdfs.secure_gate import skip_unless_secure
+from tests.kdc import REALM, Kdc
 from tests.storage.conftest import Backend
 
-_HDFS = bool(os.environ.get("GARMEXPORT_REQUIRE_HDFS"))
-_KERBEROS = bool(os.environ.get("GARMEXPORT_REQUIRE_KERBEROS"))
-_HOW = "run `tox -e hdfs-kerberos` (Maven, a JDK, libkrb5-dev, gcc, krb5-kdc, krb5-user)"
-
-
-def _skip(why: str) -> None:
-    if _HDFS and _KERBEROS:
-        raise RuntimeError(f"secure HDFS tests cannot run: {why}")
-    pytest.skip(f"\n{'#' * 70}\n## secure HDFS tests SKIPPED: {why}; {_HOW}\n{'#' * 70}",
-                allow_module_level=True)
-
-
-if not (_HDFS and _KERBEROS):
-    _skip("GARMEXPORT_REQUIRE_HDFS and GARMEXPORT_REQUIRE_KERBEROS are not both set")
-if missing():
-    _skip(f"Debian's {' '.join(missing())} missing")
-try:
-    import gssapi  # noqa: F401 - the kerberos extra
-except ImportError:
-    _skip("the `kerberos` extra (gssapi) is not installed")
+skip_unless_secure()
 
 # the storage contract, checked against the secure cluster through the fixtures below
 from tests.storage.test_conformance import REMOTE_CASES  # noqa: E402

@@ -51,6 +51,9 @@ import pytest
 import requests
 
 from garmexport.compaction.names import CompactedName
+from tests.hdfs.secure_gate import skip_unless_secure
+
+skip_unless_secure()  # before the names of skipping modules (secure_gate says why)
 from tests.hdfs.test_hdfs_compaction import OUTPUT, day_files, publish_day, rows_of
 from tests.hdfs.test_hdfs_kerberos import (  # noqa: F401 - secure_hdfs: the fixture
     SHORT_LIFE_S, Secure, kerberized, secure_hdfs,

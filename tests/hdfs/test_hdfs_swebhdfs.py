@@ -43,6 +43,9 @@ from garmexport.storage.base import Storage
 from garmexport.storage.open import open_storage
 from garmexport.storage.options import from_output
 from garmexport.storage.root_check import prepare_for_run
+from tests.hdfs.secure_gate import skip_unless_secure
+
+skip_unless_secure()  # before the secure module's names (secure_gate says why)
 from tests.hdfs.test_hdfs_kerberos import Secure, realm, security_conf
 from tests.hdfs_cluster import HdfsUnavailable, mini_hdfs
 from tests.integration.harness import exporter_env
