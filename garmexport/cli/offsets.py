@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _partitions(args: argparse.Namespace, config: Config, storage) -> list[int]:
-    from garmexport.tools.broker_scan import REACH_TIMEOUT_S, partitions_of
+    from garmexport.kafka.topic_scan import REACH_TIMEOUT_S, partitions_of
     from garmexport.protocol.naming import OFFSETS_DIR
 
     if not args.no_broker:

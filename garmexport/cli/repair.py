@@ -106,7 +106,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
 def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN001 - Storage
     from garmexport.pipeline.recovery import read_partition_state
     from garmexport.pipeline.router import OriginBatch, Window, route
-    from garmexport.tools.broker_scan import partitions_of, scan
+    from garmexport.kafka.topic_scan import partitions_of, scan
     from garmexport.tools.repair_apply import apply
     from garmexport.tools.repair_gaps import lost_runs, plan
     from garmexport.tools.root_read import read_root

@@ -123,7 +123,7 @@ def _take_over_before_joining(config: Config) -> None:
     from garmexport.errors import BrokerError, StorageError
     from garmexport.observe.logs import log_event
     from garmexport.pipeline.jvm_takeover import before_joining
-    from garmexport.tools.broker_scan import REACH_TIMEOUT_S, partitions_of
+    from garmexport.kafka.topic_scan import REACH_TIMEOUT_S, partitions_of
 
     try:
         partitions = partitions_of(config.consumer_settings(), config.source.topic,

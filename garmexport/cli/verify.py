@@ -70,7 +70,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.storage.root_check import open_existing
     from garmexport.pipeline.recovery import read_partition_state
     from garmexport.pipeline.router import Window
-    from garmexport.tools.broker_scan import partitions_of, scan
+    from garmexport.kafka.topic_scan import partitions_of, scan
     from garmexport.tools.root_read import read_root
     from garmexport.tools.verify import compare, expected_from_records
 

@@ -1,5 +1,5 @@
 """Reading partitions up to their end with an assigned consumer: the one loop behind
-``verify``'s and ``repair``'s read of a whole topic (:mod:`garmexport.tools.broker_scan`)
+``verify``'s and ``repair``'s read of a whole topic (:mod:`garmexport.kafka.topic_scan`)
 and ``offsets``' end of each partition (:mod:`garmexport.kafka.record_probe`).
 
 **The end** of a partition, for one read, is fixed once, when the read begins: the high

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from garmexport.tools.broker_scan import scan
+from garmexport.kafka.topic_scan import scan
 from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.settings.load import load_config
 from garmexport.tools.generator import Spec

@@ -34,7 +34,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from garmexport.wire.events import REGISTRY
 from garmexport.wire import frames
-from garmexport.tools.broker_scan import scan
+from garmexport.kafka.topic_scan import scan
 from garmexport.wire.frames import Reason
 from garmexport.tools.generator import BAD_KINDS
 from tests.integration.harness import Exporter, exporter_env, produce, topic_ends

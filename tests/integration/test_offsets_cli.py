@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from garmexport.tools.broker_scan import scan
+from garmexport.kafka.topic_scan import scan
 from garmexport.storage.open import open_storage
 from garmexport.tools.verify import compare, expected_from_records, read_output
 from tests.integration.harness import (

@@ -13,7 +13,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from garmexport.kafka.record_probe import read_ends
-from garmexport.tools.broker_scan import scan
+from garmexport.kafka.topic_scan import scan
 
 SETTINGS = {"fetch.queue.backoff.ms": 10}
 
