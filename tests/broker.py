@@ -23,7 +23,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from garmexport.tools import embedded_broker
-from garmexport.tools.embedded_broker import create_topic, free_port, tansu_binary  # noqa: F401 - re-exported
+from garmexport.kafka.topics import create_topic  # noqa: F401 - re-exported
+from garmexport.tools.embedded_broker import free_port, tansu_binary  # noqa: F401 - re-exported
 
 #: Consumer-group timings for tests: tansu makes every join wait about session.timeout.ms / 2.
 GROUP_SETTINGS: Mapping[str, object] = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 300}

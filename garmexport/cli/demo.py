@@ -113,7 +113,8 @@ def _wait_caught_up(proc: subprocess.Popen, log: Path, produced: int, partitions
 def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.tools.embedded_broker import start_broker
     from garmexport.tools.generator import Spec
-    from garmexport.cli.produce import PRODUCER_SETTINGS, ensure_topic, produce
+    from garmexport.cli.produce import PRODUCER_SETTINGS, produce
+    from garmexport.kafka.topics import ensure_topic
     from garmexport.tools.demo_workdir import prepare as prepare_workdir
 
     work = Path(args.workdir).resolve()

@@ -27,8 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, Producer
 
 from garmexport.observe import logs
 from garmexport.cli.arg_types import epoch_ms, non_negative_float, positive_float
@@ -36,6 +35,7 @@ from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
 from garmexport.tools.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
 from garmexport.kafka.client_callbacks import client_log_settings
+from garmexport.kafka.topics import connection_settings, ensure_topic
 
 PRODUCER_SETTINGS: Mapping[str, object] = {
     "linger.ms": 20,
@@ -45,8 +45,6 @@ PRODUCER_SETTINGS: Mapping[str, object] = {
     "queue.buffering.max.kbytes": 1_048_576,
     "compression.type": "none",
 }
-# Keys of [kafka] that also matter to a producer (where and how to connect).
-_CLIENT_PREFIXES = ("bootstrap.", "security.", "sasl.", "ssl.", "client.", "socket.")
 _FLUSH_TIMEOUT_S = 120.0
 #: after Ctrl-C, the longest wait for the records already sent to the broker
 _IN_FLIGHT_WAIT_S = 10.0
@@ -94,41 +92,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def client_settings(config: Config, bootstrap: str | None) -> dict[str, object]:
     """Producer settings: the connection keys of ``[kafka]`` plus the batching defaults."""
-    settings = {k: v for k, v in config.kafka.items() if k.startswith(_CLIENT_PREFIXES)}
+    settings = connection_settings(config.kafka)
     if bootstrap:
         settings["bootstrap.servers"] = bootstrap
     return {**settings, **PRODUCER_SETTINGS}
-
-
-def ensure_topic(settings: Mapping[str, object], topic: str, partitions: int) -> int:
-    """Create ``topic`` with ``partitions`` unless it exists with at least that many;
-    return the partitions it has.
-
-    The topic is looked up in the list of all topics, never by name: a metadata request
-    that names a missing topic makes a broker with ``auto.create.topics.enable`` create it
-    with its default partition count (tansu: 4), which would win over ``partitions``.
-    Raises BrokerError if the broker cannot be reached or the topic has fewer partitions.
-    """
-    admin = AdminClient({**{k: v for k, v in settings.items() if k not in PRODUCER_SETTINGS},
-                         **client_log_settings()})
-    try:
-        existing = admin.list_topics(timeout=10).topics.get(topic)
-        if existing is None or existing.error is not None:
-            future = admin.create_topics([NewTopic(topic, num_partitions=partitions)])[topic]
-            try:
-                future.result(timeout=15)
-            except KafkaException as e:
-                if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                    raise
-            existing = admin.list_topics(timeout=10).topics.get(topic)
-    except KafkaException as e:
-        raise BrokerError(f"cannot create or describe topic {topic}: {e}") from e
-    finally:
-        admin.poll(0)  # serves its log lines (why it failed) to the logger
-    have = len(existing.partitions) if existing else 0
-    if have < partitions:
-        raise BrokerError(f"topic {topic} has {have} partitions, {partitions} were asked for")
-    return have
 
 
 def produce(settings: Mapping[str, object], topic: str, spec: Spec, count: int,

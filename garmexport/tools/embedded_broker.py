@@ -18,10 +18,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-from garmexport.kafka.client_callbacks import client_log_settings
+from garmexport.kafka.topics import admin_client, answers
 
 READY_TIMEOUT_S = 20.0
 
@@ -51,8 +50,7 @@ class Broker:
         self.log_path = log_path
 
     def admin(self, quiet: bool = False) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap,
-                            **client_log_settings(quiet)})
+        return admin_client({"bootstrap.servers": self.bootstrap}, quiet)
 
     def log_tail(self, lines: int = 40) -> str:
         with contextlib.suppress(OSError):
@@ -92,25 +90,9 @@ def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"tansu exited with {process.returncode}:\n{broker.log_tail()}")
-        try:
-            broker.admin(quiet=True).list_topics(timeout=1)  # refused until it listens
+        if answers(broker.bootstrap, timeout_s=1):  # refused until it listens
             return broker
-        except KafkaException:
-            if time.monotonic() > deadline:
-                broker.stop()
-                raise RuntimeError(f"tansu did not answer on {url}:\n{broker.log_tail()}")
-            time.sleep(0.05)
-
-
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    """Create ``name`` with ``partitions`` partitions and wait until all have a leader."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **client_log_settings()})
-    admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                  replication_factor=1)])[name].result(timeout=15)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        topic = admin.list_topics(name, timeout=5).topics.get(name)
-        if topic and topic.error is None and len(topic.partitions) == partitions:
-            return
+        if time.monotonic() > deadline:
+            broker.stop()
+            raise RuntimeError(f"tansu did not answer on {url}:\n{broker.log_tail()}")
         time.sleep(0.05)
-    raise RuntimeError(f"topic {name} did not get {partitions} partitions")

@@ -118,7 +118,7 @@ def open_writers(work: Path, bootstrap: str, events: int, budget_mib: int) -> di
 
 
 def new_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from garmexport.tools.embedded_broker import create_topic
+    from garmexport.kafka.topics import create_topic
 
     create_topic(bootstrap, topic, partitions)
 

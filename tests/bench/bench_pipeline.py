@@ -84,7 +84,8 @@ POLL_S = 5.0
 
 def start_with_topic(work: Path, topic: str, partitions: int):
     """Start the embedded broker and create ``topic``; returns the broker (caller stops it)."""
-    from garmexport.tools.embedded_broker import create_topic, start_broker
+    from garmexport.kafka.topics import create_topic
+    from garmexport.tools.embedded_broker import start_broker
 
     broker = start_broker(work)
     try:

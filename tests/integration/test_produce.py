@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from garmexport.wire import frames
-from garmexport.cli.produce import client_settings, ensure_topic, produce
+from garmexport.cli.produce import client_settings, produce
+from garmexport.kafka.topics import ensure_topic
 from garmexport.settings.load import load_config
 from garmexport.wire.events import REGISTRY
 from garmexport.tools.generator import Spec, generate, parse_mix

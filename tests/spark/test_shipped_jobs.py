@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from garmexport.compaction.names import CompactedName
-from garmexport.tools.embedded_broker import create_topic, free_port
+from garmexport.kafka.topics import create_topic
+from garmexport.tools.embedded_broker import free_port
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage
 from tests.broker import Broker

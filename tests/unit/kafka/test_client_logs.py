@@ -41,7 +41,8 @@ def _client_calls() -> list[tuple[str, int, str]]:
 
 def test_every_kafka_client_garmexport_creates_takes_the_log_relay() -> None:
     calls = _client_calls()
-    assert len(calls) >= 7, calls  # the scan finds the clients it is meant to check
+    assert len(calls) >= 6, calls  # the scan finds the clients it is meant to check (one
+    # admin client constructor since kafka/topics.py builds them all)
     unrouted = [(path, line) for path, line, source in calls
                 if "client_log_settings(" not in source and path not in ROUTED_ELSEWHERE]
     assert not unrouted, unrouted
