@@ -27,7 +27,9 @@ follow an event from Kafka to a published file:
 7. ``actors``: the thespian actors (each owns state and decides on it, DESIGN.md 7) and the
    composition root (``exporter_parts``);
    ``instance``: the supervisor of an instance's reader processes (``actors.parallelism``);
-   ``tools``: verify, offsets, the generator, the embedded broker.
+   ``verify`` below them (every record once, read back; reading a root as every tool
+   does), ``repair`` and ``offsets`` (the operator commands' work), ``testbed`` (the demo's
+   and the tests' stand-ins: the generator, the embedded broker, local Hive).
 8. ``cli``: one module per ``garmexport`` command.
 """
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from garmexport.tools import embedded_broker
+from garmexport.testbed import embedded_broker
 from garmexport.kafka.topics import create_topic  # noqa: F401 - re-exported
-from garmexport.tools.embedded_broker import free_port, tansu_binary  # noqa: F401 - re-exported
+from garmexport.testbed.embedded_broker import free_port, tansu_binary  # noqa: F401 - re-exported
 
 #: Consumer-group timings for tests: tansu makes every join wait about session.timeout.ms / 2.
 GROUP_SETTINGS: Mapping[str, object] = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 300}
@@ -55,7 +55,7 @@ class Broker(embedded_broker.Broker):
 
 def start_broker(workdir: Path, storage_engine: str = "memory://tansu/",
                  env: Mapping[str, str] | None = None, port: int | None = None) -> Broker:
-    """Start tansu (see :func:`garmexport.tools.embedded_broker.start_broker`)."""
+    """Start tansu (see :func:`garmexport.testbed.embedded_broker.start_broker`)."""
     started = embedded_broker.start_broker(workdir, storage_engine, env, port)
     return Broker(started.process, started.port, started.log_path)
 

@@ -167,7 +167,7 @@ def build(root: Path, records: Mapping[int, Sequence[Rec]], *, rows_per_file: in
 def generated(count: int, *, partitions: int = 2, days: int = 3, seed: int = 5,
               now_ms: int = 1_793_700_000_000, late_share: float = 0.1) -> dict[int, list[Rec]]:
     """Generated records with the offsets a broker would give them (per partition, from 0)."""
-    from garmexport.tools.generator import Spec, generate
+    from garmexport.testbed.generator import Spec, generate
 
     spec = Spec(now_ms=now_ms, seed=seed, partitions=partitions, days=days, late_share=late_share)
     out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}

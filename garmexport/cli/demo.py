@@ -24,7 +24,7 @@ from pathlib import Path
 
 import garmexport
 from garmexport.settings.config import Config
-from garmexport.tools.hive_local import JavaService, beeline, start_metastore, start_thrift_server
+from garmexport.testbed.hive_local import JavaService, beeline, start_metastore, start_thrift_server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,11 +111,11 @@ def _wait_caught_up(proc: subprocess.Popen, log: Path, produced: int, partitions
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from garmexport.tools.embedded_broker import start_broker
-    from garmexport.tools.generator import Spec
+    from garmexport.testbed.embedded_broker import start_broker
+    from garmexport.testbed.generator import Spec
     from garmexport.cli.produce import PRODUCER_SETTINGS, produce
     from garmexport.kafka.topics import ensure_topic
-    from garmexport.tools.demo_workdir import prepare as prepare_workdir
+    from garmexport.testbed.demo_workdir import prepare as prepare_workdir
 
     work = Path(args.workdir).resolve()
     prepare_workdir(work)  # refuses a directory the demo did not make, deleting nothing

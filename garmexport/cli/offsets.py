@@ -3,9 +3,9 @@ offsets or times.
 
 ``show`` (the default) reads each partition's committed state from the output directory
 (:func:`garmexport.pipeline.recovery.read_partition_state`) and the partition's end from the broker,
-and prints :mod:`garmexport.tools.offsets_view`'s table (``--json``: its document). Partitions come
+and prints :mod:`garmexport.offsets.table`'s table (``--json``: its document). Partitions come
 from the broker's metadata, or with ``--no-broker`` from the ``_offsets/<cluster>+<topic>/``
-listing (then without end and lag). ``set`` plans with :mod:`garmexport.tools.offsets_set` and
+listing (then without end and lag). ``set`` plans with :mod:`garmexport.offsets.start_at` and
 writes the markers (``--dry-run``: print only); ``set --from-jvm`` writes, for every
 partition without a marker, the takeover of a Garmadon JVM exporter's root
 (:mod:`garmexport.pipeline.jvm_takeover`), with a progress line per partition. Exit 0; 1 when ``set`` refuses a move (then
@@ -100,7 +100,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
 
 def _show(args: argparse.Namespace, config: Config, storage) -> int:
-    from garmexport.tools.offsets_view import build_row, render, to_json
+    from garmexport.offsets.table import build_row, render, to_json
     from garmexport.pipeline.recovery import read_partition_state
 
     from garmexport.pipeline.jvm_recovery import JvmScan
@@ -146,7 +146,7 @@ def _targets(args: argparse.Namespace, partitions: list[int]) -> dict[int, int]:
 
 
 def _set(args: argparse.Namespace, config: Config, storage) -> int:
-    from garmexport.tools.offsets_set import apply, first_offset_at_or_after, plan_move
+    from garmexport.offsets.start_at import apply, first_offset_at_or_after, plan_move
     from garmexport.pipeline.recovery import read_partition_state
     from garmexport.pipeline.router import ORIGINS
 

@@ -33,7 +33,7 @@ from garmexport.observe import logs
 from garmexport.cli.arg_types import epoch_ms, non_negative_float, positive_float
 from garmexport.settings.config import Config
 from garmexport.errors import BrokerError
-from garmexport.tools.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
+from garmexport.testbed.generator import PARTITIONERS, Spec, Tally, generate, parse_mix
 from garmexport.kafka.client_callbacks import client_log_settings
 from garmexport.kafka.topics import connection_settings, ensure_topic
 

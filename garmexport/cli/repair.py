@@ -4,8 +4,8 @@
   still holds, and that are at or below W of their type in their partition (committed as
   far as the exporters' resume is concerned, so no exporter will ever write them again) are
   read from the broker and published by the exporter's own writer into their dataset and
-  day, or into ``_quarantine`` (:mod:`garmexport.tools.repair_gaps` the plan,
-  :mod:`garmexport.tools.repair_apply` its execution). Missing records above W are in
+  day, or into ``_quarantine`` (:mod:`garmexport.repair.gaps` the plan,
+  :mod:`garmexport.repair.apply` its execution). Missing records above W are in
   flight (an exporter writes them) and left alone; records retention took are reported as
   lost for good. Order matters: the committed state first, the output second, the topic
   third (the plan module says why).
@@ -107,9 +107,9 @@ def _repair(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: 
     from garmexport.pipeline.recovery import read_partition_state
     from garmexport.pipeline.router import OriginBatch, Window, route
     from garmexport.kafka.topic_scan import partitions_of, scan
-    from garmexport.tools.repair_apply import apply
-    from garmexport.tools.repair_gaps import lost_runs, plan
-    from garmexport.tools.root_read import read_root
+    from garmexport.repair.apply import apply
+    from garmexport.repair.gaps import lost_runs, plan
+    from garmexport.verify.root_read import read_root
 
     src = config.source
     tick = Ticker(args.progress_s, command="repair")

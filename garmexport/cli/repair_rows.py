@@ -2,15 +2,15 @@
 take rows out of visible files, through compaction's swap.
 
 - duplicates: every record held by more than one row keeps one
-  (:mod:`garmexport.tools.repair_rows` chooses which, and which files may be rewritten);
+  (:mod:`garmexport.repair.rows` chooses which, and which files may be rewritten);
 - quarantine: every quarantined record of the chosen days is decoded again with today's
   code and settings; one that decodes now, at or below its type's committed point and held
   by no dataset row, is published into its dataset by the exporter's writer (as gaps
-  are: :mod:`garmexport.tools.repair_apply`), then the quarantine's copy of every record a
+  are: :mod:`garmexport.repair.apply`), then the quarantine's copy of every record a
   dataset holds is taken out; a record that still fails stays, with its new reason when
   it changed.
 
-Both run under the root's compaction lease (:mod:`garmexport.tools.repair_swap`): a killed
+Both run under the root's compaction lease (:mod:`garmexport.repair.swap`): a killed
 run's swap is finished first, then the output is read and planned, then each (dataset or
 quarantine, day) is swapped. No broker is needed. A dry run (the default) reads and plans
 without the lease and changes nothing.
@@ -30,8 +30,8 @@ from garmexport.protocol.naming import day_dir, parse_day_dir
 from garmexport.settings.config import Config
 
 if TYPE_CHECKING:
-    from garmexport.tools.repair_quarantine import Replay
-    from garmexport.tools.repair_rows import RowPlan
+    from garmexport.repair.quarantine import Replay
+    from garmexport.repair.rows import RowPlan
 
 _SHOWN = 10
 
@@ -55,7 +55,7 @@ def main(args: argparse.Namespace, config: Config, storage) -> int:  # noqa: ANN
     from garmexport.hive.tables import TableNaming
     from garmexport.storage.hadoop_uri import spark_root
     from garmexport.storage.options import from_output
-    from garmexport.tools.repair_swap import SwapOptions, run
+    from garmexport.repair.swap import SwapOptions, run
 
     tick = Ticker(args.progress_s, command="repair")
     c = config.compaction
@@ -106,7 +106,7 @@ class _Planner:
         self.absent: list[str] = []
 
     def _read(self) -> tuple[dict, list]:
-        from garmexport.tools.root_read import read_root
+        from garmexport.verify.root_read import read_root
 
         root = read_root(self.storage, self.config.source.topic, self.config.jvm.cluster,
                          self.config.output.root, self.tick)
@@ -117,7 +117,7 @@ class _Planner:
         from garmexport.compaction.markers import read_markers
         from garmexport.compaction.store_fs import StoreFs
         from garmexport.protocol.naming import epoch_day
-        from garmexport.tools.repair_rows import verdict
+        from garmexport.repair.rows import verdict
 
         facts = read_markers(StoreFs(self.storage, self.storage.uri))
         last_closed = last_closed_day(facts.progress.values(), int(time.time() * 1000),
@@ -135,7 +135,7 @@ class _Planner:
 
     def plan(self) -> Planned:
         """The plan, from a fresh read of the output."""
-        from garmexport.tools.repair_rows import plan, quarantine_copies
+        from garmexport.repair.rows import plan, quarantine_copies
 
         held, unreadable = self._read()
         replay = None
@@ -166,7 +166,7 @@ class _Planner:
         return self.last
 
     def plan_for_swap(self) -> tuple[dict, dict]:
-        """:meth:`plan`, as :func:`garmexport.tools.repair_swap.run` asks for it: the files
+        """:meth:`plan`, as :func:`garmexport.repair.swap.run` asks for it: the files
         to rewrite per (place, day) and the updates; nothing when a file cannot be read."""
         planned = self.plan()
         rows, updates, replay = planned.rows, planned.updates, planned.replay
@@ -179,11 +179,11 @@ class _Planner:
         return by_place, updates
 
     def _replay(self, held: Mapping, can: Callable) -> Replay:
-        from garmexport.tools.repair_quarantine import replay_plan
+        from garmexport.repair.quarantine import replay_plan
         return replay_plan(self.storage, self.config, held, self.days, can, self.tick)
 
     def _publish(self, fills: list) -> None:
-        from garmexport.tools.repair_apply import apply
+        from garmexport.repair.apply import apply
         done = apply(self.config, self.storage, fills, lambda f, p: print(
             f"published {p.path}: {p.rows} rows, offsets {p.first_offset}..{p.last_offset}",
             flush=True))

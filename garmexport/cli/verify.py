@@ -71,8 +71,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.pipeline.recovery import read_partition_state
     from garmexport.pipeline.router import Window
     from garmexport.kafka.topic_scan import partitions_of, scan
-    from garmexport.tools.root_read import read_root
-    from garmexport.tools.verify import compare, expected_from_records
+    from garmexport.verify.root_read import read_root
+    from garmexport.verify.count import compare, expected_from_records
 
     tick = Ticker(args.progress_s)
     # the root first: a mistyped one is the error to report, whatever the broker does

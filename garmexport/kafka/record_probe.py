@@ -11,7 +11,7 @@ Correct on both tansu and real Kafka:
   records keep arriving at ends there too.
 - **Offset of a time** (:class:`RecordProbe`): ``offsets_for_times`` first; tansu answers 0
   whatever the time, so the answer is only a hint that
-  :func:`garmexport.tools.offsets_set.first_offset_at_or_after` checks against the records around
+  :func:`garmexport.offsets.start_at.first_offset_at_or_after` checks against the records around
   it, falling back to a binary search that fetches one record per step. Tested here against
   tansu (the fallback) and with a fake broker in unit tests (the hint check); the path
   where a real Kafka's answer is accepted has not run against a real Kafka.

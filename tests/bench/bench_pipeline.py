@@ -85,7 +85,7 @@ POLL_S = 5.0
 def start_with_topic(work: Path, topic: str, partitions: int):
     """Start the embedded broker and create ``topic``; returns the broker (caller stops it)."""
     from garmexport.kafka.topics import create_topic
-    from garmexport.tools.embedded_broker import start_broker
+    from garmexport.testbed.embedded_broker import start_broker
 
     broker = start_broker(work)
     try:
@@ -102,7 +102,7 @@ def produce_events(bootstrap: str, topic: str, events: int, partitions: int, day
     """Produce ``events`` generator records (5 % late, ``bad_share`` bad); returns the
     produce report."""
     from garmexport.cli.produce import PRODUCER_SETTINGS, produce
-    from garmexport.tools.generator import DEFAULT_MIX, Spec
+    from garmexport.testbed.generator import DEFAULT_MIX, Spec
 
     spec = Spec(now_ms=now_ms or int(time.time() * 1000), partitions=partitions, days=days,
                 late_share=0.05, bad_share=bad_share, mix=dict(mix or DEFAULT_MIX))

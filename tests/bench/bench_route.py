@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from garmexport.pipeline.router import ORIGINS, KafkaRecord, RoutedPoll, Window, route, route_each  # noqa: E402
-from garmexport.tools.generator import Spec, generate  # noqa: E402
+from garmexport.testbed.generator import Spec, generate  # noqa: E402
 from kafka_records import PyRecord  # noqa: E402 - tests/bench, the script's directory
 
 NOW_MS = 1_795_300_000_000

@@ -45,7 +45,7 @@ from garmexport.pipeline.origin_writer import OriginWriter  # noqa: E402
 from garmexport.pipeline.router import OriginBatch, Window, route  # noqa: E402
 from garmexport.protocol.resume import OriginState  # noqa: E402
 from garmexport.storage.local import LocalStorage  # noqa: E402
-from garmexport.tools.generator import Spec, generate  # noqa: E402
+from garmexport.testbed.generator import Spec, generate  # noqa: E402
 from kafka_records import PyRecord  # noqa: E402 - tests/bench, the script's directory
 
 NOW_MS = 1_795_300_000_000

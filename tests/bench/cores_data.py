@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from garmexport.wire.events import REGISTRY, EventType  # noqa: E402
 from garmexport.wire.frames import DecodeFailure, read_head  # noqa: E402
-from garmexport.tools.generator import Spec, generate  # noqa: E402
+from garmexport.testbed.generator import Spec, generate  # noqa: E402
 
 BATCH = 8192
 NOW_MS = 1_795_300_000_000

@@ -52,7 +52,7 @@ from garmexport.storage.base import Storage
 from garmexport.storage.hadoop_uri import spark_root
 from garmexport.storage.open import open_storage
 from garmexport.storage.options import StorageOptions, from_output
-from garmexport.tools.hive_local import JavaService, start_metastore
+from garmexport.testbed.hive_local import JavaService, start_metastore
 from tests.hdfs.conftest import USER, HdfsRoot
 from tests.conftest import hdfs_for_fixture
 from tests.hdfs_cluster import HdfsUnavailable, MiniHdfs

@@ -31,7 +31,7 @@ from pathlib import Path
 from garmexport.kafka.topic_scan import scan
 from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.settings.load import load_config
-from garmexport.tools.generator import Spec
+from garmexport.testbed.generator import Spec
 from garmexport.protocol.naming import FileName, parse_day_dir
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage

@@ -21,7 +21,7 @@ import pytest
 from garmexport.cli.main import PIPE_CLOSED
 from garmexport.protocol.naming import FileName
 from garmexport.storage.footer import FileFacts
-from garmexport.tools.embedded_broker import free_port
+from garmexport.testbed.embedded_broker import free_port
 from tests.integration.harness import PYTHON, ROOT, Exporter, exporter_env
 from tests.integration.test_cli_operator import garmexport, lines
 from tests.integration.test_offsets_cli import records_of

@@ -23,8 +23,8 @@ import pytest
 
 from garmexport.cli import main as cli
 from garmexport.protocol.naming import FileName
-from garmexport.tools.embedded_broker import free_port
-from garmexport.tools.verify import expected_from_records
+from garmexport.testbed.embedded_broker import free_port
+from garmexport.verify.count import expected_from_records
 from tests.integration.harness import (
     PYTHON, ROOT, Exporter, exporter_env, produce, topic_ends, verify, wait_caught_up,
 )

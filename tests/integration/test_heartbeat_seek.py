@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from garmexport.wire import frames
 from garmexport.wire.events import REGISTRY
-from garmexport.tools.generator_messages import body, headers
+from garmexport.testbed.generator_messages import body, headers
 from tests.integration.harness import (
     NOW_MS, Exporter, assert_exact, exporter_env, produce, topic_ends, wait_caught_up,
 )

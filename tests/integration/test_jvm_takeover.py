@@ -38,7 +38,7 @@ from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.protocol.naming import day_name
 from garmexport.settings.load import load_config
 from garmexport.kafka.topic_scan import scan
-from garmexport.tools.generator import DEFAULT_MIX, Spec
+from garmexport.testbed.generator import DEFAULT_MIX, Spec
 from tests.integration.harness import (
     NOW_MS, PYTHON, ROOT, Exporter, assert_exact, exporter_env, exporter_runs, produce, topic_ends,
     wait_caught_up,

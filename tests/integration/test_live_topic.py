@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from garmexport.cli.produce import client_settings, produce as produce_records
 from garmexport.settings.load import load_config
-from garmexport.tools.generator import Spec
+from garmexport.testbed.generator import Spec
 from tests.integration.harness import (
     NOW_MS, PYTHON, ROOT, Exporter, exporter_env, exporter_runs, produce, repair, topic_ends,
     wait_caught_up,

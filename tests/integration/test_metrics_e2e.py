@@ -36,7 +36,7 @@ from garmexport.wire.events import REGISTRY
 from garmexport.wire import frames
 from garmexport.kafka.topic_scan import scan
 from garmexport.wire.frames import Reason
-from garmexport.tools.generator import BAD_KINDS
+from garmexport.testbed.generator import BAD_KINDS
 from tests.integration.harness import Exporter, exporter_env, produce, topic_ends
 
 RECORDS = 20_000

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from garmexport.kafka.topic_scan import scan
 from garmexport.storage.open import open_storage
-from garmexport.tools.verify import compare, expected_from_records, read_output
+from garmexport.verify.count import compare, expected_from_records, read_output
 from tests.integration.harness import (
     PYTHON, ROOT, Exporter, exporter_env, produce, topic_ends, wait_caught_up,
 )

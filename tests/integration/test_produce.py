@@ -20,7 +20,7 @@ from garmexport.cli.produce import client_settings, produce
 from garmexport.kafka.topics import ensure_topic
 from garmexport.settings.load import load_config
 from garmexport.wire.events import REGISTRY
-from garmexport.tools.generator import Spec, generate, parse_mix
+from garmexport.testbed.generator import Spec, generate, parse_mix
 from tests.broker import consume_all
 
 NOW = "2026-11-03T13:00:00+00:00"

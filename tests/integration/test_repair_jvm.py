@@ -52,7 +52,7 @@ from garmexport.process.crash_hooks import CRASH_ENV as SWAP_CRASH_ENV
 from garmexport.pipeline.router import classify
 from garmexport.protocol.naming import FileName
 from garmexport.settings.load import load_config
-from garmexport.tools.generator import Spec
+from garmexport.testbed.generator import Spec
 from tests.broker import Broker
 from tests.integration.harness import (
     NOW_MS, Exporter, all_alive, assert_exact, exporter_env, exporter_runs,

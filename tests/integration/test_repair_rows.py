@@ -37,7 +37,7 @@ from garmexport.compaction.plan import Range
 from garmexport.compaction.scan import ranges_to_json
 from garmexport.pipeline.crash_points import CRASH_ENV, PREDATED_ENV
 from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
-from garmexport.tools.generator import Spec, generate
+from garmexport.testbed.generator import Spec, generate
 from garmexport.wire.frames import HEAD_SIZE, encode
 from garmexport.wire.quarantine import quarantine_table
 from tests.spark.exporter_like import markers_for, write_day

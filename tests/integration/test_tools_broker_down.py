@@ -23,7 +23,7 @@ import pytest
 
 from confluent_kafka import Producer
 
-from garmexport.tools.embedded_broker import free_port, start_broker
+from garmexport.testbed.embedded_broker import free_port, start_broker
 from garmexport.kafka.client_callbacks import client_log_settings
 from tests.integration.harness import PYTHON, ROOT, exporter_env
 

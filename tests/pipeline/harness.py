@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from garmexport.settings.config import Config
 from garmexport.wire.events import EXPORTED
-from garmexport.tools.generator import Spec, generate
+from garmexport.testbed.generator import Spec, generate
 from garmexport.pipeline.messages import WriterMessage
 from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff

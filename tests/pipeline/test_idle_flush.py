@@ -11,7 +11,7 @@ from garmexport.settings.load import load_config
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.verify import read_output
+from garmexport.verify.count import read_output
 from tests.pipeline.harness import FakeRecord, Owner
 
 NOW_MS = 1_795_300_000_000

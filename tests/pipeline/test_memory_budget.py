@@ -12,9 +12,9 @@ import time
 import pytest
 
 from garmexport.settings.load import load_config
-from garmexport.tools.generator import Spec, generate
+from garmexport.testbed.generator import Spec, generate
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.verify import read_output
+from garmexport.verify.count import read_output
 from tests.pipeline.harness import FakeRecord, Owner, every_type_by_partition
 
 PARTITIONS = 16

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 
 from garmexport.settings.load import load_config
-from garmexport.tools.generator import DEFAULT_MIX, Spec, generate
+from garmexport.testbed.generator import DEFAULT_MIX, Spec, generate
 from garmexport.storage.local import LocalStorage
 from tests.pipeline.harness import FakeRecord, Owner
 

@@ -7,8 +7,8 @@ import time
 
 from garmexport.settings.load import load_config
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.generator import Spec, generate
-from garmexport.tools.verify import read_output
+from garmexport.testbed.generator import Spec, generate
+from garmexport.verify.count import read_output
 from tests.pipeline.harness import FakeRecord, Owner
 
 

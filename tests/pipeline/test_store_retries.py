@@ -14,7 +14,7 @@ from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from garmexport.observe.metrics import Metrics
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.verify import read_output
+from garmexport.verify.count import read_output
 from tests.disk_faults import frozen
 from tests.pipeline.harness import FakeRecord, Owner
 

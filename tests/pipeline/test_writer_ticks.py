@@ -9,7 +9,7 @@ from __future__ import annotations
 from garmexport.pipeline.messages import Tick
 from garmexport.settings.load import load_config
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.verify import read_output
+from garmexport.verify.count import read_output
 from garmexport.wire.events import EXPORTED
 from garmexport.wire.frames import encode
 from tests.pipeline.harness import FakeRecord, Owner

@@ -51,7 +51,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One standalone Hive metastore (thrift, Derby in a temp dir) for the session; tests
     that kill it restart it with ``restart_metastore``."""
-    from garmexport.tools.hive_local import start_metastore
+    from garmexport.testbed.hive_local import start_metastore
 
     workdir = tmp_path_factory.mktemp("metastore")
     service = start_metastore(workdir)
@@ -61,7 +61,7 @@ def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def restart_metastore(service: Any) -> None:
-    from garmexport.tools.hive_local import start_metastore
+    from garmexport.testbed.hive_local import start_metastore
 
     restarted = start_metastore(service.workdir, service.port)
     service.process = restarted.process
@@ -70,7 +70,7 @@ def restart_metastore(service: Any) -> None:
 @pytest.fixture(scope="session")
 def hiveserver(metastore: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The Spark Thrift Server (HiveServer2) on the session's metastore."""
-    from garmexport.tools.hive_local import start_thrift_server
+    from garmexport.testbed.hive_local import start_thrift_server
 
     service = start_thrift_server(tmp_path_factory.mktemp("thriftserver"),
                                   f"thrift://127.0.0.1:{metastore.port}")

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from garmexport.tools.embedded_broker import free_port
+from garmexport.testbed.embedded_broker import free_port
 
 READY_TIMEOUT_S = 180.0  # ~30 s on a loaded 2-core machine
 

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from garmexport.tools.hive_local import beeline
+from garmexport.testbed.hive_local import beeline
 from garmexport.hive.metastore import Metastore
 from garmexport.hive.tables import TableNaming
 from garmexport.protocol.naming import QUARANTINE_DIR, parse_day_dir

@@ -104,7 +104,7 @@ def test_compaction_of_a_mixed_day_folds_garmexport_files_and_leaves_jvm_files_a
     from garmexport.compaction.fs import LocalFs
     from garmexport.compaction.job import CompactOptions, run
     from garmexport.pipeline.router import ORIGINS
-    from garmexport.tools.verify_jvm import heartbeat_mask
+    from garmexport.verify.jvm_files import heartbeat_mask
     from tests.spark.exporter_like import markers_for
 
     records = generated(3000, partitions=2, days=2, seed=12)
@@ -173,7 +173,7 @@ def test_after_a_real_takeover_the_registered_tables_count_each_day_right(
             origin, day, reason, _ = classify(r.value, r.kafka_ms, WINDOW)
             if origin and not origin.startswith("_") and reason is None:
                 want[(origin, day_name(day))] += 1
-    from garmexport.tools.verify_jvm import heartbeat_mask
+    from garmexport.verify.jvm_files import heartbeat_mask
 
     beats: Counter[tuple[str, str]] = Counter()
     for f in built.files:

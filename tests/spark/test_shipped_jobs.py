@@ -27,7 +27,7 @@ import pytest
 
 from garmexport.compaction.names import CompactedName
 from garmexport.kafka.topics import create_topic
-from garmexport.tools.embedded_broker import free_port
+from garmexport.testbed.embedded_broker import free_port
 from garmexport.pipeline.recovery import read_partition_state
 from garmexport.storage.open import open_storage
 from tests.broker import Broker

@@ -68,7 +68,7 @@ def test_flips_without_a_metastore_uri_are_left_to_the_spark_run(tmp_path: Path)
 
 def test_a_metastore_that_does_not_answer_leaves_the_swap_to_the_spark_run(
         tmp_path: Path) -> None:
-    from garmexport.tools.embedded_broker import free_port
+    from garmexport.testbed.embedded_broker import free_port
 
     journal = crashed_swap(tmp_path, view=True)
     done = finish(LocalFs(str(tmp_path)).uri, f"thrift://127.0.0.1:{free_port()}")

@@ -14,7 +14,7 @@ from garmexport.pipeline.router import exported_origins
 from garmexport.protocol.naming import MarkerName, partition_dir
 from garmexport.protocol.resume import Marker
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.offsets_view import build_row, render
+from garmexport.offsets.table import build_row, render
 from tests.jvm_root import build, generated, heartbeat_rows, write_jvm_file
 
 

@@ -10,7 +10,7 @@ import pytest
 from garmexport.wire.columns import decode_batch
 from garmexport.wire.schema import schema_for
 from garmexport.wire.events import EXPORTED
-from garmexport.tools.generator import Spec, generate
+from garmexport.testbed.generator import Spec, generate
 from garmexport.pipeline.parquet_io import UNIQUE_COLUMNS, FileFacts, to_parquet_bytes
 
 FACTS = FileFacts("local", "garmadon", 3, 100, 4099, 4000)

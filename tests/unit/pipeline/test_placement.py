@@ -21,7 +21,7 @@ from garmexport.protocol.naming import MS_PER_DAY, day_name
 from garmexport.protocol.resume import OriginState
 from garmexport.settings.load import load_config
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.generator import Spec, generate
+from garmexport.testbed.generator import Spec, generate
 from garmexport.wire import frames
 from garmexport.wire.events import HEADER, by_output
 

@@ -50,7 +50,7 @@ def test_its_exception_is_raised_in_the_caller() -> None:
 
 
 def test_what_it_imports_is_not_loaded_here() -> None:
-    name = "garmexport.tools.generator_messages"
+    name = "garmexport.testbed.generator_messages"
     sys.modules.pop(name, None)
     call_in_child(_import_module, name)
     assert name not in sys.modules

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.protocol.naming import IntentName, MarkerName
-from garmexport.tools.offsets_set import apply, first_offset_at_or_after, plan_move
-from garmexport.tools.offsets_view import build_row, render, to_json
+from garmexport.offsets.start_at import apply, first_offset_at_or_after, plan_move
+from garmexport.offsets.table import build_row, render, to_json
 from garmexport.pipeline.recovery import Recovered, read_partition_state
 from garmexport.protocol.resume import Chain, Marker, merge_state
 from garmexport.pipeline.router import ORIGINS

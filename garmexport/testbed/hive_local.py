@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from garmexport.tools.embedded_broker import free_port
+from garmexport.testbed.embedded_broker import free_port
 
 _SITE = """<?xml version="1.0"?>
 <configuration>

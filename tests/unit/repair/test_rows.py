@@ -9,8 +9,8 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from garmexport.tools.repair_rows import (Left, Rewritable, plan, quarantine_copies, verdict)
-from garmexport.tools.repair_swap import without
+from garmexport.repair.rows import (Left, Rewritable, plan, quarantine_copies, verdict)
+from garmexport.repair.swap import without
 
 RAW = "fs/day=2026-11-02/local+t+00000+00000000000000000010.parquet"
 RAW2 = "fs/day=2026-11-02/local+t+00000+00000000000000000020.parquet"

@@ -2,7 +2,7 @@
 
 An output root can hold a file named like a data file that is not one: a truncated copy,
 an upload cut short, a text file put there by hand. A reader of the table fails on it, so
-verify names it (:class:`~garmexport.tools.verify_findings.Unreadable`) and goes on: one
+verify names it (:class:`~garmexport.verify.findings.Unreadable`) and goes on: one
 bad file must not hide the duplicates and gaps of the others. Only pyarrow's errors while
 decoding the bytes are findings; an error of the store while fetching them says nothing
 about the file, and still ends the check.
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from garmexport.storage.base import Storage
-from garmexport.tools.verify_findings import Unreadable
+from garmexport.verify.findings import Unreadable
 
 #: what pyarrow raises on bytes it cannot decode (ArrowInvalid for a missing footer or
 #: magic bytes; OSError, pyarrow's ArrowIOError, for a footer or page it cannot parse)

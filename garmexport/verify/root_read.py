@@ -1,10 +1,10 @@
 """Reading an output root as every tool reads it: the rows a reader sees, and where.
 
 ``verify``, ``repair`` (gaps) and ``repair duplicates``/``quarantine`` read the same
-things in the same order: garmexport's visible files (:func:`garmexport.tools.verify.
+things in the same order: garmexport's visible files (:func:`garmexport.verify.count.
 read_output`), then the Garmadon JVM exporter's files of our cluster tag
-(:func:`garmexport.tools.verify_jvm.read_jvm`), then the check that the root holds rows of
-the configured topic at all (:func:`garmexport.tools.verify.check_topic`, a ConfigError).
+(:func:`garmexport.verify.jvm_files.read_jvm`), then the check that the root holds rows of
+the configured topic at all (:func:`garmexport.verify.count.check_topic`, a ConfigError).
 Progress goes to ``tick`` (a :class:`garmexport.cli.verify.Ticker`-like callable).
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from garmexport.storage.base import Storage
-from garmexport.tools.verify import check_topic, read_output
-from garmexport.tools.verify_findings import Disagreement, Unreadable
-from garmexport.tools.verify_jvm import JvmRead, read_jvm
+from garmexport.verify.count import check_topic, read_output
+from garmexport.verify.findings import Disagreement, Unreadable
+from garmexport.verify.jvm_files import JvmRead, read_jvm
 
 #: a progress line: ``tick(text)``, ``text(seconds since the start)`` giving the line
 Tick = Callable[[Callable[[float], str]], None]

@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from garmexport.storage.local import LocalStorage
-from garmexport.tools.verify import compare, read_output
-from garmexport.tools.verify_jvm import heartbeat_mask, read_jvm
+from garmexport.verify.count import compare, read_output
+from garmexport.verify.jvm_files import heartbeat_mask, read_jvm
 from tests.jvm_root import Rec, build, generated, write_jvm_file
 
 
@@ -31,7 +31,7 @@ class _Record:
 
 
 def _expected(records):
-    from garmexport.tools.verify import expected_from_records
+    from garmexport.verify.count import expected_from_records
 
     return {p: expected_from_records(p, [_Record(r) for r in recs]) for p, recs in records.items()}
 

@@ -1,11 +1,11 @@
 """``garmexport repair duplicates`` (and the quarantine's copies): which rows to take out. Pure.
 
 Input: where every (partition, offset) of the topic is held (one path per row, as
-:func:`garmexport.tools.verify.read_output` and :func:`garmexport.tools.verify_jvm.read_jvm`
+:func:`garmexport.verify.count.read_output` and :func:`garmexport.verify.jvm_files.read_jvm`
 give it) and, per file, whether this run may rewrite it (:class:`Rewritable`, decided by
 the caller from names, markers and the closed-day rule). Output: per file, the rows to
 drop (:class:`RowPlan`), so that each record is held by one row; the file is then rewritten
-without them through compaction's swap (:mod:`garmexport.tools.repair_swap`).
+without them through compaction's swap (:mod:`garmexport.repair.swap`).
 
 Which copy stays (:func:`keeper`), and why:
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from garmexport.tools.demo_workdir import MARKER, prepare
+from garmexport.testbed.demo_workdir import MARKER, prepare
 from garmexport.errors import ConfigError
 
 

@@ -4,7 +4,7 @@ The caller (:mod:`garmexport.cli.repair`) gathers, in this order:
 
 1. the committed state of every partition (:func:`garmexport.pipeline.recovery.
    read_partition_state`, the exporters' own resume);
-2. the rows the output holds (:func:`garmexport.tools.verify.read_output`, as ``verify``);
+2. the rows the output holds (:func:`garmexport.verify.count.read_output`, as ``verify``);
 3. the topic, up to its end as that read began (:mod:`garmexport.kafka.partition_end`;
    records after it came in meanwhile and are the exporters'): each record no row holds is
    routed by the exporter's rules (:func:`garmexport.pipeline.router.route`, the

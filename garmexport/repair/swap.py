@@ -48,7 +48,7 @@ from garmexport.compaction.scan import day_generation, ranges_to_json
 from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.protocol.naming import FileName
 from garmexport.storage.footer import KEY_PREFIX
-from garmexport.tools.repair_rows import Key
+from garmexport.repair.rows import Key
 
 _FOOTER_PREFIX = KEY_PREFIX.encode()
 #: a kept row's new values, by column name (the quarantine's new reason, detail, origin)

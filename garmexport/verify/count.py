@@ -18,7 +18,7 @@ output can see (data files under ``<output>/day=*/``, compacted ones included, a
   below the end do not have, or of a type that is not exported); and records **in
   flight**: missing records above the committed point (W) of their type in their
   partition, as the markers said before the output was read. An exporter has those and
-  writes them (``repair`` leaves them too, :mod:`garmexport.tools.repair_gaps`): they are
+  writes them (``repair`` leaves them too, :mod:`garmexport.repair.gaps`): they are
   counted, not findings. A partition without a marker has no committed point: every
   record it misses is missing. Without the broker, no gap, missing or misplaced record
   can be seen: an OK says so (:meth:`Report.verdict`), and those counts are not 0 but
@@ -55,12 +55,12 @@ from garmexport.pipeline.placement import places
 from garmexport.pipeline.router import Window, route
 from garmexport.storage.base import Storage
 from garmexport.storage.footer import KEY_PREFIX, FileFacts
-from garmexport.tools.verify_jvm import JvmRead
-from garmexport.tools.verify_findings import (
+from garmexport.verify.jvm_files import JvmRead
+from garmexport.verify.findings import (
     Disagreement, DuplicateGroup, Gap, Unreadable, dataset_of, disagreement, duplicate_groups,
     gaps, misnamed, named_partition,
 )
-from garmexport.tools.verify_read import read_table
+from garmexport.verify.read_file import read_table
 
 COLUMNS = ["kafka_partition", "kafka_offset"]
 _IN_QUARANTINE = QUARANTINE_DIR + "/"
@@ -321,12 +321,12 @@ def compare(held: dict[tuple[int, int], list[str]], files: int,
             first: Mapping[int, int] | None = None, ends: Mapping[int, int] | None = None,
             above: Mapping[int, set[int]] | None = None) -> Report:
     """Build the report; ``held``, ``disagreeing`` and ``unreadable`` from
-    :func:`read_output` (and :func:`garmexport.tools.verify_jvm.read_jvm`), ``expected``
+    :func:`read_output` (and :func:`garmexport.verify.jvm_files.read_jvm`), ``expected``
     (per partition, offset -> dataset) from Kafka. Duplicates and gaps come with the files
-    they are about (:mod:`garmexport.tools.verify_findings`; ``days`` from
+    they are about (:mod:`garmexport.verify.findings`; ``days`` from
     :func:`expected_from_records` lets a gap name the files of its own day); a disagreeing
     file is listed under the partition its name gives. ``jvm``: what
-    :func:`garmexport.tools.verify_jvm.read_jvm` added to ``held`` (its files count in
+    :func:`garmexport.verify.jvm_files.read_jvm` added to ``held`` (its files count in
     ``files`` here; its heartbeat rows are reported apart).
 
     A record of an exported type may legitimately be quarantined (bad body, event time

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from garmexport.wire import frames
 from garmexport.wire.events import EXPORTED, REGISTRY
-from garmexport.tools.generator import (
+from garmexport.testbed.generator import (
     BAD_KINDS,
     DAY_MS,
     DEFAULT_MIX,

@@ -1,7 +1,7 @@
 """``garmexport repair --apply`` (gaps): publish a plan's fills, exactly once (I/O).
 
 Each fill (the missing records of one (partition, origin) at or below its W,
-:mod:`garmexport.tools.repair_gaps`) goes through the exporter's own writer,
+:mod:`garmexport.repair.gaps`) goes through the exporter's own writer,
 :class:`~garmexport.pipeline.origin_writer.OriginWriter`, as one batch: the same decoding,
 quarantine, Parquet and footer facts, one file per (kind, day) chain split at
 ``writer.max_file_rows``, and the one publish (:func:`garmexport.pipeline.publisher.
@@ -36,7 +36,7 @@ from garmexport.protocol.naming import intent_path
 from garmexport.protocol.resume import OriginState
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
-from garmexport.tools.repair_gaps import Fill
+from garmexport.repair.gaps import Fill
 
 
 @dataclass

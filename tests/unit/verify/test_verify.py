@@ -15,10 +15,10 @@ from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
 from garmexport.protocol.resume import PartitionState
 from garmexport.storage.footer import FileFacts
 from garmexport.storage.open import open_storage
-from garmexport.tools.verify import Report, check_topic, compare, expected_from_records, read_output
+from garmexport.verify.count import Report, check_topic, compare, expected_from_records, read_output
 from garmexport.wire import frames
 from garmexport.wire.events import HEADER, by_output
-from garmexport.tools.verify_findings import DuplicateGroup, Gap
+from garmexport.verify.findings import DuplicateGroup, Gap
 
 DAY = "day=2026-11-01"
 

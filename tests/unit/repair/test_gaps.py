@@ -7,7 +7,7 @@ import numpy as np
 from garmexport.pipeline.router import OriginBatch
 from garmexport.protocol.naming import MS_PER_DAY, epoch_day
 from garmexport.protocol.resume import PartitionState
-from garmexport.tools.repair_gaps import Run, Stretch, lost_runs, plan, select, stretches
+from garmexport.repair.gaps import Run, Stretch, lost_runs, plan, select, stretches
 from garmexport.wire import frames
 from garmexport.wire.events import by_output
 

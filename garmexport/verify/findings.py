@@ -1,7 +1,7 @@
 """Which files a problem that ``garmexport verify`` found is about. Pure: no I/O.
 
 An operator who reads "1200 duplicates" or "300 missing" next has to find the files. Two
-findings name them, from what :func:`garmexport.tools.verify.read_output` gathered (per
+findings name them, from what :func:`garmexport.verify.count.read_output` gathered (per
 (partition, offset) the paths of the files holding it, one per row):
 
 - a **duplicate group**: offsets of one partition held by the same set of files, as a

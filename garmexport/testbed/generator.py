@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from garmexport.wire import frames
 from garmexport.wire.events import REGISTRY, EventType
 from garmexport.wire.frames import Reason
-from garmexport.tools.generator_messages import body, header_family, headers
+from garmexport.testbed.generator_messages import body, header_family, headers
 
 DAY_MS = 86_400_000
 _JITTER_MS = 5_000  # an agent's event reaches Kafka within a few seconds

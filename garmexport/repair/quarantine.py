@@ -8,18 +8,18 @@ the checked topic in the chosen days is classified again by the exporter's route
 exporter's decoder (:func:`garmexport.wire.columns.decode_batch`):
 
 - it decodes, and no dataset row holds it: it is a record to publish into its dataset.
-  As in gaps (:mod:`garmexport.tools.repair_gaps`), only at or below W of its origin in the
+  As in gaps (:mod:`garmexport.repair.gaps`), only at or below W of its origin in the
   state the exporters resume from (read before the quarantine: none of them writes it
   again); above W it is in flight: an exporter that knows the type reads it again from the
   broker and writes it, and the quarantine's copy goes at the next repair;
 - it decodes and a dataset row holds it already: nothing to publish; the quarantine's
-  copy is a duplicate the swap takes out (:func:`garmexport.tools.repair_rows.quarantine_copies`);
+  copy is a duplicate the swap takes out (:func:`garmexport.repair.rows.quarantine_copies`);
 - it still fails: it stays, and when its origin, reason or detail changed, its row is
   rewritten with the new ones (an update of the swap).
 
 Rows of other topics are left as they are, and so are the rows of a quarantine file the
 repair may not rewrite yet (``can``: a raw file above W of its chain, or of a day not closed,
-:func:`garmexport.tools.repair_rows.verdict`): publishing them now would leave each record
+:func:`garmexport.repair.rows.verdict`): publishing them now would leave each record
 in its dataset and in the quarantine until the file can be rewritten.
 """
 
@@ -35,10 +35,10 @@ from garmexport.pipeline.router import OriginBatch, Window, route
 from garmexport.protocol.naming import QUARANTINE_DIR, FRAME_ORIGIN, parse_day_dir
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
-from garmexport.tools.repair_gaps import Fill, Plan, Stretch, plan, select
-from garmexport.tools.repair_rows import Rewritable
-from garmexport.tools.verify import visible_files
-from garmexport.tools.verify_read import read_table
+from garmexport.repair.gaps import Fill, Plan, Stretch, plan, select
+from garmexport.repair.rows import Rewritable
+from garmexport.verify.count import visible_files
+from garmexport.verify.read_file import read_table
 from garmexport.wire.columns import decode_batch
 from garmexport.wire.events import by_output
 

@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 from garmexport.protocol.jvm_names import JvmFile, day_of_dir
 from garmexport.protocol.naming import parse_day_dir
 from garmexport.storage.base import Storage
-from garmexport.tools.verify_findings import Unreadable
-from garmexport.tools.verify_read import read_table
+from garmexport.verify.findings import Unreadable
+from garmexport.verify.read_file import read_table
 
 #: the columns a heartbeat row sets; every other column of it is NULL
 HEARTBEAT_SET = ("timestamp", "kafka_offset")
@@ -69,7 +69,7 @@ def heartbeat_mask(table: pa.Table) -> pa.Array:
 def read_jvm(storage: Storage, held: dict[tuple[int, int], list[str]], cluster: str = "",
              progress: Callable[[int, int, int], None] | None = None) -> JvmRead:
     """Add the data rows of every JVM file of our cluster tag to ``held`` (as
-    :func:`garmexport.tools.verify.read_output` does for garmexport files)."""
+    :func:`garmexport.verify.count.read_output` does for garmexport files)."""
     datasets = [e.name for e in storage.list("") if e.is_dir
                 and not e.name.startswith((".", "_")) and parse_day_dir(e.name) is None]
     result = JvmRead()

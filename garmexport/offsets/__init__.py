@@ -1,0 +1,1 @@
+"""``garmexport offsets``: the committed positions, and markers that make a deployment start at given offsets."""

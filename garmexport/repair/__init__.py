@@ -1,0 +1,1 @@
+"""``garmexport repair``: fill gaps from Kafka, take duplicates out, replay the quarantine."""

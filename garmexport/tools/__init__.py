@@ -1,1 +1,0 @@
-"""Operator and test tools: verify, offsets, broker scans, generator, local services."""

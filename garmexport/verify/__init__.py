@@ -1,0 +1,1 @@
+"""``garmexport verify``: every record exactly once, read back from the output root and counted per (partition, offset)."""
