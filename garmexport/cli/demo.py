@@ -113,7 +113,8 @@ def _wait_caught_up(proc: subprocess.Popen, log: Path, produced: int, partitions
 def main(args: argparse.Namespace, config: Config) -> int:
     from garmexport.testbed.embedded_broker import start_broker
     from garmexport.testbed.generator import Spec
-    from garmexport.cli.produce import PRODUCER_SETTINGS, produce
+    from garmexport.cli.produce import produce
+    from garmexport.kafka.producer import PRODUCER_SETTINGS
     from garmexport.kafka.topics import ensure_topic
     from garmexport.testbed.demo_workdir import prepare as prepare_workdir
 

@@ -101,7 +101,8 @@ def produce_events(bootstrap: str, topic: str, events: int, partitions: int, day
                    bad_share: float = 0.0) -> dict:
     """Produce ``events`` generator records (5 % late, ``bad_share`` bad); returns the
     produce report."""
-    from garmexport.cli.produce import PRODUCER_SETTINGS, produce
+    from garmexport.cli.produce import produce
+    from garmexport.kafka.producer import PRODUCER_SETTINGS
     from garmexport.testbed.generator import DEFAULT_MIX, Spec
 
     spec = Spec(now_ms=now_ms or int(time.time() * 1000), partitions=partitions, days=days,
