@@ -157,7 +157,7 @@ class Coordinator:
             log_event(log, "first_record", partition=partition,
                       offset=records[0].offset(),
                       process_cpu_s=round(time.process_time(), 3))
-        routed = route(records, a.lows, self.window)
+        routed = route(records, a.states, self.window)
         upto = routed.last_offset
         if a.first_run():
             # first run of this partition: W of every origin starts just below the first record

@@ -184,7 +184,7 @@ class OriginWriter:
         for start, end in zip(cuts, cuts[1:]):
             day = self._day(int(days[start]))
             part = table.slice(start, end - start)
-            bound = self._files.skip_bound(DATA, day)
+            bound = self._files.state.skip_bound(DATA, day)
             if offsets[start] <= bound:
                 before = part.num_rows
                 part = part.filter(pc.greater(part.column("kafka_offset"), bound))
@@ -221,7 +221,7 @@ class OriginWriter:
         by_day: dict[str, list] = {}
         for (i, (reason, detail, key)), offset, kts in zip(bad, offsets, kafka_ts):
             kday = self._day(quarantine_day(kts))
-            if offset <= self._files.skip_bound(QUARANTINE, kday):
+            if offset <= self._files.state.skip_bound(QUARANTINE, kday):
                 self._skipped += 1  # quarantined before a restart: counted then
                 continue
             self._quarantined[reason] = self._quarantined.get(reason, 0) + 1

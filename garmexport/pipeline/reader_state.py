@@ -12,7 +12,6 @@ their own methods. The reader alone adds and removes partitions.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -73,14 +72,9 @@ class Assigned:
     last_record_s: float = 0.0
     #: records routed since the last idle flush: only a burst (a catch-up) ends in one
     burst: int = 0
-    #: per origin, the resume state its writer's reset starts from
+    #: per origin, the resume state at the assignment: what routing skips by, and what
+    #: its writer's reset starts from (it does not change within an assignment)
     states: dict[str, OriginState] = field(default_factory=dict)
-
-    @functools.cached_property
-    def lows(self) -> dict[str, int]:
-        """W per origin at the assignment, from :attr:`states`: what routing skips as
-        committed (computed once; the states do not change within an assignment)."""
-        return {o: s.low for o, s in self.states.items()}
 
     def took_records(self, count: int, now: float, first: tuple[int, int],
                      last: tuple[int, int]) -> None:

@@ -11,7 +11,9 @@ origin. No protobuf is parsed here; writers decode whole batches at once.
   (on the Kafka day) or clamped into the window, by configuration. The window is relative
   to the Kafka timestamp, not to the wall clock, so a replay classifies every record the
   same way and no chain's content depends on when it was processed.
-- Records at or below their origin's W at assignment are skipped: they are published.
+- Records at or below their origin's W at assignment are skipped: they are published. This
+  is the first half of the one skip rule (:meth:`OriginState.skip_bound`), the half that
+  holds for every chain of the origin; the writer applies the whole rule after decoding.
 
 Records are duck-typed (``value()``, ``offset()``, ``timestamp()``, ``key()``), as
 confluent-kafka's Message is, so this module stays free of Kafka imports; the records of
@@ -42,6 +44,7 @@ from garmexport.wire.events import REGISTRY
 from garmexport.wire.frame_arrays import HEAD_DTYPE
 from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head, unknown_marker
 from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY, epoch_day_of_ms, quarantine_day
+from garmexport.protocol.resume import OriginState
 from garmexport.settings.config import ProtocolConfig
 
 #: marker -> origin (output name); "" for known types that are not exported
@@ -145,10 +148,17 @@ class KafkaRecord(Protocol):
     def key(self) -> bytes | None: ...
 
 
-def route(records: Sequence[KafkaRecord], lows: Mapping[str, int], window: Window) -> RoutedPoll:
-    """Route records of ONE partition, in offset order, skipping those at or below ``lows``."""
-    routed = _route_columns(records, lows, window) if records else None
-    return routed if routed is not None else route_each(records, lows, window)
+def route(records: Sequence[KafkaRecord], states: Mapping[str, OriginState],
+          window: Window) -> RoutedPoll:
+    """Route records of ONE partition, in offset order, skipping those at or below their
+    origin's W (``states``: the resume state per origin; an origin not in it skips nothing)."""
+    routed = _route_columns(records, states, window) if records else None
+    return routed if routed is not None else route_each(records, states, window)
+
+
+def _low(states: Mapping[str, OriginState], origin: str) -> int:
+    state = states.get(origin)
+    return -1 if state is None else state.low
 
 
 def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, int, str | None, str]:
@@ -171,7 +181,8 @@ def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, i
     return origin, epoch_day_of_ms(ts), None, ""
 
 
-def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: Window) -> RoutedPoll:
+def route_each(records: Iterable[KafkaRecord], states: Mapping[str, OriginState],
+               window: Window) -> RoutedPoll:
     """:func:`route`, one record at a time: the reference, and the path of polls whose
     window bounds would overflow int64."""
     out = RoutedPoll()
@@ -192,7 +203,7 @@ def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: 
         sink = sinks.get(origin)
         if sink is None:
             b = batches[origin] = OriginBatch()
-            sink = sinks[origin] = (b, lows.get(origin, -1), [], b.values.append, [], [])
+            sink = sinks[origin] = (b, _low(states, origin), [], b.values.append, [], [])
         if offset <= sink[1]:
             skipped += 1
             continue
@@ -216,7 +227,7 @@ def route_each(records: Iterable[KafkaRecord], lows: Mapping[str, int], window: 
     return out
 
 
-def _route_columns(records: Sequence[KafkaRecord], lows: Mapping[str, int],
+def _route_columns(records: Sequence[KafkaRecord], states: Mapping[str, OriginState],
                    window: Window) -> RoutedPoll | None:
     """:func:`route_each`'s result over whole columns, the exceptional records through
     :func:`classify`; None if the window's bounds would overflow int64."""
@@ -252,7 +263,7 @@ def _route_columns(records: Sequence[KafkaRecord], lows: Mapping[str, int],
     # the records the rules take one by one, in offset order: their origins and days go
     # into the columns, their reasons (if not committed) aside, by origin
     out = RoutedPoll(last_offset=int(offsets[-1]), records=n)
-    code_lows = np.array([lows.get(o, -1) for o in ORIGINS], np.int64)
+    code_lows = np.array([_low(states, o) for o in ORIGINS], np.int64)
     bad: dict[int, list[tuple[int, str, str]]] = {}  # code -> (record, reason, detail)
     for i in np.flatnonzero(exceptional).tolist():
         origin, day, reason, detail = classify(values[i], int(kafka_ts[i]), window)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from garmexport.protocol.resume import Chain, Marker, PartitionState
+from garmexport.protocol.resume import Chain, Marker, PartitionState, seek_after
 
 
 @dataclass
@@ -57,9 +57,11 @@ class PartitionLedger:
         return ledger
 
     def _origin(self, origin: str) -> _Origin:
-        if origin not in self._origins:
-            self._origins[origin] = _Origin(low=self.processed, reported_upto=self.processed)
-        return self._origins[origin]
+        """An origin's bookkeeping; :meth:`start` made one for every origin there is."""
+        try:
+            return self._origins[origin]
+        except KeyError:
+            raise KeyError(f"origin {origin!r} is not one this ledger was started with") from None
 
     def sent(self, origin: str) -> None:
         """A batch of ``origin``'s events left the reader."""
@@ -110,7 +112,8 @@ class PartitionLedger:
 
     def seek_position(self) -> int:
         """Where a restart right now would resume: the seek position (DESIGN.md 4.5)."""
-        return min(self.lows().values(), default=self.processed) + 1
+        lows = self.lows()
+        return seek_after(lows) if lows else self.processed + 1
 
     def marker(self, written_at_ms: int) -> Marker:
         lows = self.lows()

@@ -41,15 +41,12 @@ class OpenFile:
 
 
 class OpenFiles:
-    """Open files by chain, with the skip bounds of the resume state."""
+    """Open files by chain, and the origin's resume state as their publishes advance it."""
 
     def __init__(self, state: OriginState) -> None:
-        self._state = state
+        #: what is published: the writer skips by :meth:`OriginState.skip_bound`
+        self.state = state
         self._files: dict[ChainKey, OpenFile] = {}
-
-    def skip_bound(self, kind: str, day: str) -> int:
-        """Events of chain (kind, day) at or below this offset are already published."""
-        return max(self._state.low, self._state.last.get((kind, day), -1))
 
     def add(
         self, kind: str, day: str, piece: object, first: int, last: int, rows: int,
@@ -57,7 +54,7 @@ class OpenFiles:
     ) -> None:
         """Append a piece holding offsets ``first``..``last`` (in order) to its chain's file;
         ``nbytes`` of values, keeping ``held`` bytes of memory alive."""
-        if first <= self.skip_bound(kind, day):
+        if first <= self.state.skip_bound(kind, day):
             raise ValueError(f"offset {first} of chain {kind}/{day} is already published")
         f = self._files.get((kind, day))
         if f is None:
@@ -90,7 +87,7 @@ class OpenFiles:
         """Remove the file of ``key`` after its publish succeeded; later events of the chain
         open a new file whose first offset follows this one's last."""
         f = self._files.pop(key)
-        self._state = OriginState(self._state.low, {**self._state.last, key: f.last_offset})
+        self.state = self.state.published(f.kind, f.day, f.last_offset)
         return f
 
     def drop_all(self) -> int:

@@ -15,8 +15,17 @@ Given the markers of a partition and the footers of the files its intents name, 
 resume state is exact:
 
 - seek to ``min(low) + 1`` (no marker at all: the configured first-run position): the
-  protocol's one off-by-one, W inclusive and a Kafka seek exclusive (DESIGN.md 4.5);
-- skip an event if ``offset <= low[origin]`` or ``offset <= last[its chain]``.
+  protocol's one off-by-one, W inclusive and a Kafka seek exclusive (DESIGN.md 4.5),
+  :func:`seek_after`;
+- skip an event if ``offset <= low[origin]`` or ``offset <= last[its chain]``: the one skip
+  rule, :meth:`OriginState.skip_bound`. The router applies its first half on the frame head
+  (W covers every chain of the origin); the writer the whole of it once a record is decoded
+  (only then is it known whether it joins a data or a quarantine chain).
+
+The resume value has three forms, each for one reader of it: a :class:`Marker` is one file's
+content, a :class:`PartitionState` the merge of a partition's markers and intents, and an
+:class:`OriginState` one origin's slice of it, which the router and the origin's writer
+skip by (the writer's open files advance it as they publish).
 
 Merging takes the maximum of every claim, because every claim in a marker is a fact that
 stays true (W only grows; a chain's last committed offset only grows). Origins that no
@@ -107,20 +116,15 @@ class PartitionState:
         the configured start)."""
         if not self.has_marker or not self.low:
             return None
-        return min(self.low.values()) + 1
+        return seek_after(self.low)
 
     def low_of(self, origin: str) -> int:
-        """W of ``origin``; an origin no marker names gets the partition's seek position - 1."""
+        """W of ``origin``; an origin no marker names gets the partition's seek position - 1
+        (a type added by a newer version starts where the others resume)."""
         if origin in self.low:
             return self.low[origin]
         seek = self.seek()
         return -1 if seek is None else seek - 1
-
-    def is_committed(self, origin: str, kind: str, day: str, offset: int) -> bool:
-        """Whether the event at ``offset`` of chain (origin, kind, day) is already published."""
-        if offset <= self.low_of(origin):
-            return True
-        return offset <= self.last.get(Chain(origin, kind, day), -1)
 
     def for_origin(self, origin: str) -> OriginState:
         return OriginState(
@@ -136,8 +140,18 @@ class OriginState:
     low: int
     last: Mapping[tuple[str, str], int]
 
-    def is_committed(self, kind: str, day: str, offset: int) -> bool:
-        return offset <= self.low or offset <= self.last.get((kind, day), -1)
+    def skip_bound(self, kind: str, day: str) -> int:
+        """The skip rule: events of chain (kind, day) at or below this offset are published."""
+        return max(self.low, self.last.get((kind, day), -1))
+
+    def published(self, kind: str, day: str, last_offset: int) -> OriginState:
+        """The state once a file of chain (kind, day) ending at ``last_offset`` is published."""
+        return OriginState(self.low, {**self.last, (kind, day): last_offset})
+
+
+def seek_after(lows: Mapping[str, int]) -> int:
+    """Where to resume a partition whose origins have these W: min over origins of W, + 1."""
+    return min(lows.values()) + 1
 
 
 def intents_to_check(markers: Iterable[Marker], intents: Iterable[IntentName]) -> list[IntentName]:

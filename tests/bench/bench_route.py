@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from garmexport.pipeline.router import ORIGINS, KafkaRecord, RoutedPoll, Window, route, route_each  # noqa: E402
 from garmexport.testbed.generator import Spec, generate  # noqa: E402
+from garmexport.protocol.resume import OriginState  # noqa: E402
 from kafka_records import PyRecord  # noqa: E402 - tests/bench, the script's directory
 
 NOW_MS = 1_795_300_000_000
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
 
     polls = make_polls(args)
     window = Window(int(args.past_days * DAY_MS), int(args.future_s * 1000), clamp=args.clamp)
-    lows = [{o: p[0][0] + int(args.committed * len(p)) - 1 for o in ORIGINS} if args.committed
+    lows = [{o: OriginState(p[0][0] + int(args.committed * len(p)) - 1, {}) for o in ORIGINS}
+            if args.committed
             else {} for p in polls]
     quarantined = sum(sum(route_each(records_of(p, args.records), low, window).quarantined.values())
                       for p, low in zip(polls, lows))

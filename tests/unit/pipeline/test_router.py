@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from garmexport.pipeline import router
 from garmexport.wire.events import REGISTRY
 from garmexport.pipeline.router import ORIGINS, Window, route, route_each
+from garmexport.protocol.resume import OriginState
 from tests import strategies as gs
 from tests.hypothesis_profiles import examples
 from tests.pipeline.harness import FakeRecord
@@ -47,9 +48,12 @@ def polls(draw: st.DrawFn, malformed: bool, one_in: int = 5, size: int = 40) -> 
     return records
 
 
-def lows_for(records: list[FakeRecord]) -> st.SearchStrategy[dict[str, int]]:
+def lows_for(records: list[FakeRecord]) -> st.SearchStrategy[dict[str, OriginState]]:
+    """Resume states per origin: W anywhere around the poll (the router skips by W)."""
     first, last = records[0].offset(), records[-1].offset()
-    return st.dictionaries(st.sampled_from(ORIGINS), st.integers(first - 2, last + 1), max_size=6)
+    return st.dictionaries(st.sampled_from(ORIGINS),
+                           st.integers(first - 2, last + 1).map(lambda w: OriginState(w, {})),
+                           max_size=6)
 
 
 def same(a: router.RoutedPoll, b: router.RoutedPoll) -> None:
@@ -116,9 +120,9 @@ def test_only_the_exceptional_records_of_a_poll_go_one_by_one():
     records = [FakeRecord(i, odd.get(i, fs), kafka_ms, b"k%d" % i) for i in range(200)]
     window = Window(DAY, 0)
     with mock.patch.object(router, "classify", wraps=router.classify) as classify:
-        routed = route(records, {"_frame": 7}, window)
+        routed = route(records, {"_frame": OriginState(7, {})}, window)
     assert classify.call_count == len(odd)
-    assert routed == route_each(records, {"_frame": 7}, window)
+    assert routed == route_each(records, {"_frame": OriginState(7, {})}, window)
     assert routed.skipped_committed == 1 and routed.quarantined == {
         "empty_value": 1, "short_head": 1, "length_mismatch": 1, "unknown_marker": 1,
         "timestamp_out_of_window": 1, "null_value": 1}

@@ -117,7 +117,7 @@ class Exporter:
         origin, evs, upto = self.pending.pop(0)
         w = self.writers[origin]
         for e in evs:
-            if e.offset <= w.skip_bound("d", e.day):
+            if e.offset <= w.state.skip_bound("d", e.day):
                 continue
             w.add("d", e.day, e.offset, e.offset, e.offset, 1, 1, 0.0, 1)
         self.upto[origin] = upto

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from garmexport.protocol.naming import IntentName
-from garmexport.protocol.resume import Chain, Marker, intents_to_check, merge_state
+from garmexport.protocol.resume import (Chain, Marker, OriginState, PartitionState, intents_to_check,
+                                        merge_state, seek_after)
 
 D1, D2 = "2026-11-01", "2026-11-02"
 
@@ -76,7 +77,7 @@ def test_resume(markers: list[Marker], found: list[tuple[str, int, int]], seek: 
     for event, committed in events.items():
         c, _, offset = event.partition("@")
         ch = chain(c)
-        assert state.is_committed(ch.origin, ch.kind, ch.day, int(offset)) is committed, event
+        assert (int(offset) <= state.for_origin(ch.origin).skip_bound(ch.kind, ch.day)) is committed, event
 
 
 # (what it shows, markers, intents listed, the ones whose file must be looked for)
@@ -97,3 +98,21 @@ def test_intents_to_check(markers: list[Marker], listed: list[tuple[str, int]],
                           checked: list[tuple[str, int]]) -> None:
     intents = [intent(c, first) for c, first in listed]
     assert intents_to_check(markers, intents) == sorted(intent(c, f) for c, f in checked)
+
+
+def test_the_skip_rule_is_w_or_the_chains_last_and_a_publish_advances_only_its_chain() -> None:
+    state = OriginState(low=99, last={("d", "2026-11-01"): 150})
+    assert state.skip_bound("d", "2026-11-01") == 150
+    assert state.skip_bound("d", "2026-11-02") == 99  # a chain above W that no file reached
+    assert state.skip_bound("q", "2026-11-01") == 99  # the quarantine chain of the same day
+    after = state.published("d", "2026-11-02", 180)
+    assert after.skip_bound("d", "2026-11-02") == 180
+    assert after.skip_bound("d", "2026-11-01") == 150 and after.low == 99
+    assert state.skip_bound("d", "2026-11-02") == 99  # the value is frozen: a new one is made
+
+
+def test_the_seek_is_one_past_the_lowest_w_and_an_unnamed_origin_starts_there() -> None:
+    state = PartitionState(0, low={"fs": 500, "gc": 120}, has_marker=True)
+    assert seek_after(state.low) == state.seek() == 121
+    assert state.low_of("yarn") == 120  # a type no marker names: where the others resume
+    assert PartitionState(0).low_of("fs") == -1 and PartitionState(0).seek() is None
