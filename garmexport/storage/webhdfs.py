@@ -63,6 +63,7 @@ alone has dropped connections, lost answers and 503s.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import ssl
@@ -364,14 +365,22 @@ class WebHdfsStorage(Storage):
         self._call(self._client._delete, self._abs(path), recursive="false")
 
     def _delete_quietly(self, full: str) -> None:
-        """One DELETE attempt, no retry: called inside retried operations (a nested retry
-        multiplied the time a failing stage took), and ``gc_temp`` removes what stays. Its
-        own failure is logged, never raised: the caller's error is the one to report."""
-        try:
-            res = self._once(self._client._delete, full, recursive="false")
-        except StorageError as exc:
-            log.warning("could not remove %s (gc_temp will): %s", full, exc)
-            return
+        """One DELETE, not retried with back-off: called inside retried operations (a
+        nested retry multiplied the time a failing stage took), and ``gc_temp`` removes what
+        stays. It is sent once more, at once, only when the connection was dropped without
+        an answer (a pooled keep-alive connection the server had closed, as one may after a
+        refused PUT): the DELETE never reached a server, and a new connection costs one
+        connect. Its own failure is logged, never raised: the caller's error is the one to
+        report."""
+        for attempt in (1, 2):
+            try:
+                res = self._once(self._client._delete, full, recursive="false")
+                break
+            except StorageError as exc:
+                if attempt == 1 and _dropped_unanswered(exc):
+                    continue
+                log.warning("could not remove %s (gc_temp will): %s", full, exc)
+                return
         if res.status_code >= 400 and res.status_code != 404:
             log.warning("could not remove %s (gc_temp will): %s", full, _remote_message(res))
 
@@ -409,6 +418,24 @@ def _cert_verify_error(exc: BaseException) -> ssl.SSLCertVerificationError | Non
             return e
         todo += [*e.args, getattr(e, "reason", None), e.__cause__, e.__context__]
     return None
+
+
+def _dropped_unanswered(exc: BaseException) -> bool:
+    """Whether ``exc`` came from a connection closed before any answer came back: requests
+    wraps urllib3's ProtocolError("Connection aborted.", RemoteDisconnected(...))."""
+    dropped = (http.client.RemoteDisconnected, ConnectionResetError)
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, dropped) or any(isinstance(a, dropped) for a in _inner(seen)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _inner(exc: BaseException) -> list[object]:
+    """The exceptions ``exc`` carries in its arguments, one level down and two."""
+    found = [a for a in exc.args if isinstance(a, BaseException)]
+    return found + [b for a in found for b in a.args]
 
 
 def _op(method: Callable[..., requests.Response]) -> str:

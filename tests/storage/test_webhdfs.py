@@ -226,6 +226,24 @@ def test_a_space_quota_refusal_leaves_no_temp_file(
     assert storage.list("_tmp/inst-a") == []
 
 
+def test_a_cleanup_delete_on_a_dropped_connection_is_sent_once_more(
+        server: WebHdfsServer, storage: WebHdfsStorage) -> None:
+    """The cleanup DELETE of a refused stage meets a connection closed without an answer (a
+    pooled connection the server had closed): it goes again at once, and the temp is gone.
+    Dropped twice, the stage's own error is still the one raised, and the temp stays for
+    ``gc_temp``: the cleanup is not a retry loop."""
+    server.faults.quota_exceeded = True
+    server.faults.drop_next(1, "DELETE")
+    with pytest.raises(StorageError, match="DSQuotaExceededException"):
+        storage.stage(b"x" * 1000)
+    assert storage.list("_tmp/inst-a") == []
+    server.faults.drop_next(2, "DELETE")
+    with pytest.raises(StorageError, match="DSQuotaExceededException"):
+        storage.stage(b"x" * 1000)
+    assert len(storage.list("_tmp/inst-a")) == 1
+    assert not server.faults.drop  # both drops were met: two attempts, not more
+
+
 def test_a_directory_of_another_user_is_denied(server: WebHdfsServer,
                                                 storage: WebHdfsStorage) -> None:
     server.faults.denied.append("/out")
