@@ -141,7 +141,7 @@ def main(args: argparse.Namespace, config: Any) -> int:
     # or KDC that cannot give a ticket is one line here, not a Java stack trace from Spark
     given = spark_conf(args)
     login = hadoop_conf.kerberos_conf(opts.root_uri, store)
-    if login and store.webhdfs.kerberos is not None:
+    if login:
         check_keytab(store.webhdfs.kerberos)
     early = Recovered(0, 0)
     if not opts.dry_run:  # a crashed run's swap first: readers wait for it, not for Spark

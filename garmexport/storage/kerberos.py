@@ -79,7 +79,7 @@ class TicketKeeper:
         first_look = self.ticket is None and not self.options.keytab
         try:
             if not first_look:  # an outside cache is read as it is first, then renewed
-                self._kinit()
+                self.kinit()
             self.ticket = Ticket(now, now + self.credentials().lifetime)
         except (OSError, subprocess.SubprocessError, _gss_error()) as exc:
             self._failed_at = now
@@ -92,7 +92,10 @@ class TicketKeeper:
                  self.ccache or "the default cache",
                  time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ticket.expires_s)))
 
-    def _kinit(self) -> None:
+    def kinit(self) -> None:
+        """A new ticket from the keytab (with no keytab: the cache's ticket renewed) into
+        this keeper's cache; raises what ``kinit`` raised (CalledProcessError with its
+        reason, OSError, TimeoutExpired)."""
         o = self.options
         cache = ["-c", self.ccache] if self.ccache else []
         cmd = (["kinit", "-kt", o.keytab, *cache, o.principal] if o.keytab
@@ -114,17 +117,17 @@ class TicketKeeper:
             shutil.rmtree(self._dir, ignore_errors=True)
 
 
-def check_keytab(options: KerberosOptions) -> None:
+def check_keytab(options: KerberosOptions | None) -> None:
     """ConfigError, with ``kinit``'s reason in one line, when no ticket can be had from
     ``options.keytab`` (a key the keytab lacks, a KDC that does not answer, a krb5.conf
     that names no such realm). For a process that logs in from the keytab on its own
     (Spark's JVM: ``garmexport compact``), whose failure would be a Java stack trace; the
     ticket goes to a private cache that is removed, never to ``options.ccache``."""
-    if not options.keytab:
+    if options is None or not options.keytab:
         return
     keeper = TicketKeeper(dataclasses.replace(options, ccache=None))
     try:
-        keeper._kinit()
+        keeper.kinit()
     except (OSError, subprocess.SubprocessError) as exc:
         raise ConfigError(f"no Kerberos ticket for {options.principal} from "
                           f"output.hdfs_kerberos_keytab {options.keytab}: "
