@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from garmexport.compaction import complete, hive, retired
-from garmexport.compaction.closed import is_closed, last_closed_day
+from garmexport.compaction.closed import last_closed_day
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.grace import wait_out
 from garmexport.compaction.markers import read_markers
@@ -48,6 +48,7 @@ from garmexport.compaction.lease import LEASE_S, RENEW_S, Lease
 from garmexport.compaction.names import (COMPACTION_DIR, CompactedName, day_dir,
                                          sidecar_path, staging_path, view_path, work_dir)
 from garmexport.compaction.plan import DayPlan, plan_day
+from garmexport.compaction.rewrite import day_closed
 from garmexport.compaction.recover import (Clock, Locator, Waiting, commit,
                                            recover_all, wall_ms)
 from garmexport.compaction.run_state import RunContext, Summary
@@ -58,7 +59,7 @@ from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.observe.logs import log_event
-from garmexport.protocol.naming import QUARANTINE_DIR, day_name, epoch_day, parse_day_dir
+from garmexport.protocol.naming import QUARANTINE_DIR, day_name, parse_day_dir
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +244,9 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
         days = list_days(fs, output)
         written: list[str] = []
         for day in days:
-            if (opts.days and day not in opts.days) or not is_closed(epoch_day(day), last_closed):
+            # an open day's raw files may not be rewritten (.rewrite), and its compacted
+            # files only go with raw ones (.plan): nothing to plan there
+            if (opts.days and day not in opts.days) or not day_closed(day, last_closed):
                 continue
             if (output, day) in held:  # its swap waits out the grace (step 5), or is
                 continue  # under way or unrecovered (a dry run)

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from garmexport.compaction.names import CompactedName, parse_view
+from garmexport.compaction.rewrite import rewritable
 
 #: (source, topic, partition) -> W of this output's type in that partition
 Watermarks = Mapping[tuple[str, str, int], int]
@@ -103,13 +104,16 @@ class DayPlan:
         return list(seen.values())
 
 
-def is_foldable(f: InputFile, watermarks: Watermarks) -> bool:
-    """Whether raw file ``f`` is at or below W in every partition it holds."""
-    for r in f.ranges:
-        w = watermarks.get((f.source, f.topic, r.partition))
-        if w is None or r.last_offset > w:
-            return False
-    return bool(f.ranges)
+def is_foldable(output: str, day: str, f: InputFile, watermarks: Watermarks) -> bool:
+    """Whether raw file ``f`` of a closed ``day`` may be folded: the rewrite rule
+    (:func:`.rewrite.rewritable`) on its highest offset and W of ``output``."""
+    if not f.ranges:
+        return False
+
+    def committed(source: str, topic: str, partition: int, origin: str) -> int | None:
+        return watermarks.get((source, topic, partition)) if origin == output else None
+    last = max(r.last_offset for r in f.ranges)
+    return rewritable(output, day, f.name, last, committed, closed=True).ok
 
 
 def next_generation(names: Sequence[str], journal_generations: Sequence[int] = ()) -> int:
@@ -152,7 +156,7 @@ def plan_day(output: str, day: str, files: Sequence[InputFile], watermarks: Wate
                 left.append((f.name, "compacted"))
         elif f.rows == 0:
             left.append((f.name, "empty"))
-        elif is_foldable(f, watermarks):
+        elif is_foldable(output, day, f, watermarks):
             raw.append(f)
         else:
             left.append((f.name, "above_watermark"))

@@ -27,22 +27,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from garmexport.compaction.names import CompactedName
-from garmexport.protocol.jvm_names import JvmFile
-from garmexport.protocol.naming import QUARANTINE_DIR, FileName, parse_day_dir
+from garmexport.compaction.rewrite import Rewritable, rewritable
+from garmexport.protocol.naming import QUARANTINE_DIR, parse_day_dir
 
 Key = tuple[int, int]  # (partition, offset)
-
-
-@dataclass(frozen=True)
-class Rewritable:
-    """Whether this run may rewrite one file: ``why_not`` is '' when it may."""
-
-    why_not: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.why_not
 
 
 @dataclass(frozen=True, order=True)
@@ -136,30 +124,14 @@ def verdict(path: str, last_offset: int, low: Mapping[tuple[str, str, int], Mapp
     none) and which days are closed. ``datasets``: False for the quarantine's replay,
     which leaves datasets as they are.
 
-    The rules are compaction's (DESIGN.md 6): a compacted file may always be replaced; a
-    raw file only at or below W of its origin (the exporter never writes those records
-    again nor needs the name to fence a zombie) and once its day is closed (a zombie that
-    still holds the file open would publish it again); a JVM exporter's file never (the
-    takeover leaves them as they are); a file garmexport did not name, never.
+    The rule is compaction's own (:func:`garmexport.compaction.rewrite.rewritable`).
     """
     place, day_dir_name, name = path.split("/", 2)
     if not datasets and place != QUARANTINE_DIR:
         return Rewritable("a dataset file: the quarantine's replay leaves datasets alone")
-    if CompactedName.parse(name) is not None:
-        return Rewritable()
-    raw = FileName.parse(name)
-    if raw is None:
-        if JvmFile.parse(name) is not None:
-            return Rewritable("a Garmadon JVM exporter's file (left as the takeover promises)")
-        return Rewritable("not named by garmexport")
-    origin = raw.origin or place
-    w = low.get((raw.source, raw.topic, raw.partition), {}).get(origin)
-    if w is None:
-        return Rewritable(f"no marker names {origin} in partition {raw.partition} yet")
-    if last_offset > w:
-        return Rewritable(f"above the committed point ({last_offset} > {w}): the "
-                          "exporter may still need its name")
     day = parse_day_dir(day_dir_name)
-    if day is None or not closed(day):
-        return Rewritable(f"day {day} is not closed yet (compaction.lateness_s)")
-    return Rewritable()
+
+    def committed(source: str, topic: str, partition: int, origin: str) -> int | None:
+        return low.get((source, topic, partition), {}).get(origin)
+    return rewritable(place, day, name, last_offset, committed,
+                      day is not None and closed(day))

@@ -118,10 +118,10 @@ class Planner:
         return root.held, root.unreadable
 
     def _verdicts(self, held: Mapping, datasets: bool) -> Callable:
-        from garmexport.compaction.closed import is_closed, last_closed_day
+        from garmexport.compaction.closed import last_closed_day
         from garmexport.compaction.markers import read_markers
+        from garmexport.compaction.rewrite import day_closed
         from garmexport.compaction.store_fs import StoreFs
-        from garmexport.protocol.naming import epoch_day
         from garmexport.repair.rows import verdict
 
         facts = read_markers(StoreFs(self.storage, self.storage.uri))
@@ -135,7 +135,7 @@ class Planner:
 
         def can(path: str):  # noqa: ANN202 - Rewritable
             return verdict(path, last.get(path, -1), facts.low,
-                           lambda day: is_closed(epoch_day(day), last_closed), datasets)
+                           lambda day: day_closed(day, last_closed), datasets)
         return can
 
     def plan(self) -> Planned:
