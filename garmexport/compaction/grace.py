@@ -31,8 +31,8 @@ def wait_out(fs: FileOps, ctx: RunContext, summary: Summary, lateness_s: float,
              sweep_every_s: float) -> None:
     """Flip every swap in ``ctx.waiting`` to its view (those not flipped yet), sweep the
     view every ``sweep_every_s`` until its grace has passed, then finish it and mark its
-    day, counting both in ``summary``; progress is logged every minute. Empties
-    ``ctx.waiting``."""
+    day, counting both in ``summary`` (and the time waited, added to ``waited_s``);
+    progress is logged every minute. Empties ``ctx.waiting``."""
     waiting = ctx.waiting
     if not waiting:
         return
@@ -70,4 +70,4 @@ def wait_out(fs: FileOps, ctx: RunContext, summary: Summary, lateness_s: float,
                                    / 1000, 1))
         next_due_s = (min(w.due_at_ms for w in waiting) - ctx.clock()) / 1000
         time.sleep(max(0.05, min(sweep_every_s, next_due_s)))
-    summary.waited_s = time.monotonic() - started
+    summary.waited_s += time.monotonic() - started

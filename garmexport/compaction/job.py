@@ -1,6 +1,7 @@
 """One compaction run over an output root: recover, plan, write, swap, mark, sync Hive.
 
-Order, and why:
+Order, and why (steps 0, 1 and 5 are the swap driver's, :mod:`.swap_driver`, which a
+repair runs too; steps 2-4 are compaction's work in it):
 
 0. Take the root's lease (:mod:`.lease`), waiting for a run that holds it: one run at a
    time, and a killed run's lease expires within seconds for its retry.
@@ -39,23 +40,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from garmexport.compaction import complete, hive, retired
+from garmexport.compaction import hive
 from garmexport.compaction.closed import last_closed_day
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.grace import wait_out
 from garmexport.compaction.markers import read_markers
-from garmexport.compaction.lease import LEASE_S, RENEW_S, Lease
+from garmexport.compaction.lease import LEASE_S
 from garmexport.compaction.names import (COMPACTION_DIR, CompactedName, day_dir,
                                          sidecar_path, staging_path, view_path, work_dir)
 from garmexport.compaction.plan import DayPlan, plan_day
 from garmexport.compaction.rewrite import day_closed
-from garmexport.compaction.recover import (Clock, Locator, Waiting, commit,
-                                           recover_all, wall_ms)
-from garmexport.compaction.run_state import RunContext, Summary
+from garmexport.compaction.recover import Clock, Locator, wall_ms
+from garmexport.compaction.run_state import Summary
 from garmexport.compaction.scan import (day_generation, list_days, list_outputs, ranges_to_json,
                                         scan_day)
 from garmexport.compaction.spark_job import write_outputs
 from garmexport.compaction.swap import Journal, Move, crash_point
+from garmexport.compaction.swap_driver import DriveOptions, Swaps, drive
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.observe.logs import log_event
@@ -123,14 +123,15 @@ def _count(summary: Summary, plan: DayPlan, bytes_out: int) -> int:
 
 def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day: str,
                 watermarks: dict[tuple[str, str, int], int], summary: Summary,
-                ctx: RunContext) -> list[str]:
-    """Compact one closed day; returns the paths of the files it published (maybe none)."""
+                swaps: Swaps | None) -> list[str]:
+    """Compact one closed day through ``swaps`` (None: a dry run, which only plans);
+    returns the paths of the files it published (maybe none)."""
     files, _, problems = scan_day(fs, output, day)
     summary.problems.extend(problems)
     plan = plan_day(output, day, files, watermarks, day_generation(fs, output, day),
                     opts.target_file_bytes)
     summary.files_left += len(plan.left)
-    if not plan.outputs or opts.dry_run:
+    if not plan.outputs or swaps is None:
         log_event(log, "compaction_day_planned", output=output, day=day,
                   outputs=len(plan.outputs), inputs=len(plan.inputs), left=len(plan.left))
         if plan.outputs:  # a dry run counts what it would compact
@@ -140,20 +141,17 @@ def compact_day(spark: Any, fs: FileOps, opts: CompactOptions, output: str, day:
     staging = staging_path(output, day, plan.generation)
     staged, _, bytes_out = write_outputs(spark, fs, plan, staging, opts.codec,
                                          opts.sort_columns)
-    journal = journal_for(plan, staged, view=ctx.locator is not None)
-    ctx.lease.check()  # a run that lost the lease must not commit
-    outcome = commit(fs, journal, ctx.crash, ctx.locator, ctx.now_ms, ctx.grace_s, ctx.clock)
+    journal = journal_for(plan, staged, view=swaps.ctx.locator is not None)
+    outcome = swaps.commit(journal)
     swap_s = outcome.window_s
-    summary.max_swap_s = max(summary.max_swap_s, swap_s)
     bytes_in = _count(summary, plan, bytes_out)
     log_event(log, "compaction_day_done", output=output, day=day, generation=plan.generation,
               files_in=len(plan.inputs), files_out=len(plan.outputs), bytes_in=bytes_in,
               bytes_out=bytes_out, left=len(plan.left), swap_s=round(swap_s, 3),
               seconds=round(time.monotonic() - started, 2),
-              waits_s=None if outcome.due_at_ms is None else round(ctx.grace_s, 1))
+              waits_s=None if outcome.due_at_ms is None else round(swaps.ctx.grace_s, 1))
     if outcome.due_at_ms is None:
         return [m.final for m in journal.moves]
-    ctx.waiting.append(Waiting(journal, outcome.due_at_ms))
     return [journal.in_view(m) for m in journal.moves]
 
 
@@ -200,13 +198,22 @@ def run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
     """
     started = time.monotonic()
     if opts.dry_run:
-        return _run(spark, fs, opts, now_ms, RunContext(None, None, now_ms, crash), started)
-    with Lease(fs, lease_s=opts.lease_s, renew_s=min(RENEW_S, opts.lease_s / 4)
-               ).hold(opts.lease_wait_s) as lease:
-        locator = locator_of(spark, fs, opts)
-        return _run(spark, fs, opts, now_ms,
-                    RunContext(lease, locator, now_ms, crash,
-                               opts.grace_s if locator is not None else 0.0, clock), started)
+        summary = Summary()
+        held = swapping(fs)
+        summary.swaps_pending = len(held)
+        _compact_days(spark, fs, opts, now_ms, summary, held, None)
+    else:
+        drive_opts = DriveOptions(opts.lateness_s, opts.grace_s, opts.sweep_every_s,
+                                  opts.lease_wait_s, opts.lease_s)
+        _, summary = drive(fs, locator_of(spark, fs, opts), drive_opts, lambda swaps:
+                           _compact_days(spark, fs, opts, now_ms, swaps.summary,
+                                         swaps.held, swaps), now_ms, crash, clock)
+    summary.seconds = time.monotonic() - started
+    # the same names as the summary printed and as JSON: a dry run's are planned figures
+    done = {k: v for k, v in summary.as_dict(opts.dry_run).items() if k != "problems"}
+    log_event(log, "compaction_done", dry_run=opts.dry_run, **done,
+              problems=len(summary.problems))
+    return summary
 
 
 def swapping(fs: FileOps) -> set[tuple[str, str]]:
@@ -222,20 +229,10 @@ def swapping(fs: FileOps) -> set[tuple[str, str]]:
     return found
 
 
-def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunContext,
-         started: float) -> Summary:
-    summary = Summary()
-    if opts.dry_run:
-        held = swapping(fs)
-        summary.swaps_pending = len(held)
-    else:
-        recovered = recover_all(fs, ctx.locator, now_ms, ctx.grace_s, ctx.clock, ctx.crash)
-        summary.rolled_forward = recovered.rolled_forward + len(recovered.waiting)
-        summary.rolled_forward_waited = len(recovered.waiting)
-        summary.rolled_back = recovered.rolled_back
-        ctx.waiting.extend(recovered.waiting)
-        held = {(w.journal.output, w.journal.day) for w in recovered.waiting}
-        summary.views_deleted = retired.sweep(fs, now_ms, opts.grace_s)
+def _compact_days(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int,
+                  summary: Summary, held: set[tuple[str, str]], swaps: Swaps | None) -> None:
+    """Steps 2-4 of the module docstring (step 3 of the swap driver's, :mod:`.swap_driver`):
+    per output, per closed day not ``held``, compact and mark it; then the Hive tables."""
     facts = read_markers(fs)
     last_closed = last_closed_day(facts.progress.values(), now_ms, opts.lateness_s)
     log_event(log, "compaction_start", root=opts.root_uri, partitions=len(facts.progress),
@@ -250,22 +247,12 @@ def _run(spark: Any, fs: FileOps, opts: CompactOptions, now_ms: int, ctx: RunCon
                 continue
             if (output, day) in held:  # its swap waits out the grace (step 5), or is
                 continue  # under way or unrecovered (a dry run)
-            waits = len(ctx.waiting)
             written += compact_day(spark, fs, opts, output, day, facts.watermarks(output),
-                                   summary, ctx)
-            if not opts.dry_run and len(ctx.waiting) == waits:
-                summary.complete_written += complete.mark_if_complete(
-                    fs, output, day, now_ms, opts.lateness_s, ctx.crash)
-        if opts.hive and days and not opts.dry_run:
+                                   summary, swaps)
+            if swaps is not None:
+                swaps.mark(output, day)
+        if opts.hive and days and swaps is not None:
             sync_hive(spark, fs, opts, output, days, written)
     quarantine_days = list_days(fs, QUARANTINE_DIR)
-    if opts.hive and quarantine_days and not opts.dry_run and not opts.outputs:
+    if opts.hive and quarantine_days and swaps is not None and not opts.outputs:
         sync_hive(spark, fs, opts, QUARANTINE_DIR, quarantine_days, [])
-    wait_out(fs, ctx, summary, opts.lateness_s, opts.sweep_every_s)
-    summary.seconds = time.monotonic() - started
-    # the same names as the summary printed and as JSON: a dry run's are planned figures
-    done = {k: v for k, v in summary.as_dict(opts.dry_run).items() if k != "problems"}
-    log_event(log, "compaction_done", dry_run=opts.dry_run, **done,
-              problems=len(summary.problems))
-    return summary
-

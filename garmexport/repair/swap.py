@@ -8,15 +8,17 @@ mix, and so that a crash at any step is finished by the next run. A repair is a
 compaction whose outputs are its inputs less the dropped rows: each rewritten file
 becomes one compacted file (a name the exporter never uses, with its ranges sidecar) of a
 new generation of its day, and the journal, view, flip, grace, sweep and roll-forward are
-compaction's own (:func:`garmexport.compaction.recover.commit`,
-:func:`garmexport.compaction.grace.wait_out`). So a killed repair is finished by the next
-repair or by the next ``compact``, whichever runs first, and both take the root's lease
-(:mod:`garmexport.compaction.lease`), so neither ever runs beside the other.
+compaction's own, and so is the order of the run's steps: a repair is a run of
+compaction's swap driver (:mod:`garmexport.compaction.swap_driver`: lease, recovery,
+retired views' deletion, lease check and commit, ``_COMPLETE``, grace). So a killed repair
+is finished by the next repair or by the next ``compact``, whichever runs first, and both
+take the root's lease (:mod:`garmexport.compaction.lease`), so neither ever runs beside the
+other.
 
-Order, under the lease: finish what a killed run left (waiting out its grace: its day
-directory still shows the rows it removes), then read the output and plan
-(:func:`read_and_plan`, the caller's), then per (dataset or quarantine, day) write the
-outputs into staging and commit, then wait out the grace of every swap.
+The repair's work in the driver (:func:`run`): wait out the swaps a killed run left
+(their day directories still show the rows they remove, and the plan reads the whole
+output at once), then read the output and plan (:func:`read_and_plan`, the caller's),
+then per (dataset or quarantine, day) write the outputs into staging and commit.
 
 Memory: one file at a time is read whole (a compacted file is ``compaction.target_file_bytes``
 at most, a raw one ``writer.max_file_rows``).
@@ -34,18 +36,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from garmexport.compaction import complete
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.grace import wait_out
-from garmexport.compaction.lease import Lease
+from garmexport.compaction.lease import LEASE_S
 from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
                                          view_path)
 from garmexport.compaction.plan import Range
-from garmexport.compaction.recover import (Clock, Locator, Waiting, commit, recover_all,
-                                           wall_ms)
-from garmexport.compaction.run_state import RunContext, Summary
+from garmexport.compaction.recover import Clock, Locator, wall_ms
 from garmexport.compaction.scan import day_generation, ranges_to_json
 from garmexport.compaction.swap import Journal, Move, crash_point
+from garmexport.compaction.swap_driver import DriveOptions, Swaps, drive
 from garmexport.protocol.naming import FileName
 from garmexport.storage.footer import KEY_PREFIX
 from garmexport.repair.rows import Key
@@ -63,6 +62,8 @@ class SwapOptions:
     grace_s: float
     sweep_every_s: float
     lease_wait_s: float
+    #: how long the root's lease outlives the run's last renewal (compaction's default)
+    lease_s: float = LEASE_S
 
 
 @dataclass
@@ -74,8 +75,11 @@ class Rewritten:
     rows_updated: int = 0
     #: swaps a killed run had left, finished before this run read the output
     recovered: int = 0
+    #: seconds waited for the grace: of the swaps a killed run had left, then of this run's
     waited_s: float = 0.0
     max_swap_s: float = 0.0
+    #: metastore views retired longer ago than the grace, deleted (as compaction does)
+    views_deleted: int = 0
 
 
 def _labels(name: str) -> tuple[str, str]:
@@ -178,43 +182,38 @@ def run(fs: FileOps, locator: Locator | None, opts: SwapOptions,
                                           Updates]],
         say: Callable[[str], None], crash: Callable[[str], None] = crash_point,
         clock: Clock = wall_ms) -> Rewritten:
-    """Under the root's lease: finish a killed run's swaps, then ``read_and_plan()`` (the
-    files to rewrite per (place, day), and the kept rows' updates), then rewrite and swap
-    them in, waiting out the grace (see the module docstring). ``say`` is told each step."""
+    """Through compaction's swap driver (:func:`garmexport.compaction.swap_driver.drive`):
+    finish a killed run's swaps, then ``read_and_plan()`` (the files to rewrite per (place,
+    day), and the kept rows' updates), then rewrite and swap them in, waiting out the
+    grace (see the module docstring). ``say`` is told each step."""
     done = Rewritten()
-    grace_s = opts.grace_s if locator is not None else 0.0
-    with Lease(fs).hold(opts.lease_wait_s) as lease:
-        now_ms = clock()
-        ctx = RunContext(lease, locator, now_ms, crash, grace_s, clock)
-        summary = Summary()
-        recovered = recover_all(fs, locator, now_ms, grace_s, clock, crash)
-        ctx.waiting.extend(recovered.waiting)
+
+    def work(swaps: Swaps) -> None:
+        recovered, ctx = swaps.recovered, swaps.ctx
         done.recovered = recovered.rolled_forward + len(recovered.waiting)
         if recovered.rolled_forward:
             say(f"finished {recovered.rolled_forward} swaps an earlier run left")
-        if ctx.waiting:
+        if ctx.waiting:  # a day of theirs still shows the rows they remove: before the read
             say(f"finishing {len(ctx.waiting)} swaps an earlier run left (their grace ends "
                 f"in {max(0, max(w.due_at_ms for w in ctx.waiting) - clock()) / 1000:.0f} s)")
-            wait_out(fs, ctx, summary, opts.lateness_s, opts.sweep_every_s)
+            swaps.wait_out()
         by_place, updates = read_and_plan()
         for (place, day), files in sorted(by_place.items()):
             started = time.monotonic()
             journal = stage_day(fs, place, day, files, updates, opts.codec,
                                 locator is not None, done)
-            lease.check()  # a run that lost the lease must not commit
-            outcome = commit(fs, journal, crash, locator, now_ms, grace_s, clock)
+            outcome = swaps.commit(journal)
             done.days += 1
-            done.max_swap_s = max(done.max_swap_s, outcome.window_s)
             say(f"{day_dir(place, day)}: swapped {len(files)} files for {len(journal.moves)} "
                 f"(generation {journal.generation}) in {time.monotonic() - started:.1f} s"
                 + ("" if outcome.due_at_ms is None else
-                   f"; the day directory changes after the grace ({grace_s:.0f} s)"))
-            if outcome.due_at_ms is None:
-                complete.mark_if_complete(fs, place, day, now_ms, opts.lateness_s, crash)
-            else:
-                ctx.waiting.append(Waiting(journal, outcome.due_at_ms))
-        started = time.monotonic()
-        wait_out(fs, ctx, summary, opts.lateness_s, opts.sweep_every_s)
-        done.waited_s = time.monotonic() - started
-        done.max_swap_s = max(done.max_swap_s, summary.max_swap_s)
+                   f"; the day directory changes after the grace ({ctx.grace_s:.0f} s)"))
+            swaps.mark(place, day)
+
+    _, summary = drive(fs, locator, DriveOptions(opts.lateness_s, opts.grace_s,
+                                                 opts.sweep_every_s, opts.lease_wait_s,
+                                                 opts.lease_s), work, None, crash, clock)
+    done.waited_s = summary.waited_s
+    done.max_swap_s = summary.max_swap_s
+    done.views_deleted = summary.views_deleted
     return done
