@@ -2,7 +2,7 @@
 
 The rows are the project's own: records (generated, or read back from the broker) are
 classified by the exporter's router and decoded by its decoder, then written the JVM way
-(README, "Taking over from the JVM exporter"): no ``kafka_partition`` column, GZIP,
+(docs/jvm-takeover.md, "Same tables, same queries"): no ``kafka_partition`` column, GZIP,
 ``<type>/day=D/<p>.index=<n>`` files of several row groups (the JVM merges small files by
 appending row groups), an optional ``.cluster=<c>`` tag, an old ``<p>.<offset>`` name in a
 bare ``D`` directory, heartbeat rows (only ``timestamp`` and ``kafka_offset`` set) and

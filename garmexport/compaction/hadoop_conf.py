@@ -45,7 +45,7 @@ in ``[output]``, Spark's client must be told too, or the two act differently on 
   show the secret; a ``--spark-conf spark.hadoop.<key>`` given for the same key wins.
 - **The file system itself** (:func:`check_scheme`). pip's pyspark has no S3A classes:
   ``hadoop-aws`` (the version of pyspark's ``hadoop-client-api``, 3.5.0) and the AWS SDK v2
-  must be put on Spark's class path (README, Storage backends). Without them the run stops
+  must be put on Spark's class path (docs/storage.md, Compaction). Without them the run stops
   at once with a ConfigError that says so, instead of a Java stack trace from its first
   file call.
 """
@@ -60,7 +60,7 @@ from urllib.parse import urlsplit
 from garmexport.errors import ConfigError
 from garmexport.storage.options import StorageOptions
 
-#: the Maven coordinates README's compaction section tells s3a:// users to add
+#: the Maven coordinates docs/storage.md (Compaction) tells s3a:// users to add
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.5.0"
 
 

@@ -8,7 +8,7 @@ A raw file whose footer disagrees with its name, or a compacted file without a s
 is reported in ``problems`` and left out of the plan (left alone, never deleted).
 
 Files the Garmadon JVM exporter left in a day garmexport took over (``<p>.index=<n>``,
-README "Taking over from the JVM exporter") are foreign names here on purpose: they are
+docs/jvm-takeover.md) are foreign names here on purpose: they are
 never folded, only read by queries and ``verify``. Their footers carry no Kafka facts, their
 rows no ``kafka_partition``, and folding them would rewrite (and drop the heartbeat rows
 of) files that the takeover promises to leave as they were.

@@ -2,7 +2,7 @@
 
 garmexport can take over a root that the JVM exporter (``readers/hdfs``) wrote: the same
 ``<type>/`` directories, with day directories and files named its way
-(README, "Taking over from the JVM exporter"):
+(docs/jvm-takeover.md):
 
 - day directories ``day=YYYY-MM-DD``, and ``YYYY-MM-DD`` before September 2019 (a
   ``YYYY-MM-DD`` directory also holds the hidden ``.<partition>.done`` checkpoints);

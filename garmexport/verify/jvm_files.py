@@ -1,7 +1,7 @@
 """``garmexport verify`` over the files the Garmadon JVM exporter left in the root.
 
-A root garmexport took over holds JVM files beside its own (README, "Taking over from the
-JVM exporter"), and a reader of the tables sees both, so verify counts both: a record
+A root garmexport took over holds JVM files beside its own (docs/jvm-takeover.md), and a
+reader of the tables sees both, so verify counts both: a record
 held by a JVM row and a garmexport row is a duplicate, a record neither holds is missing,
 with the files around it. So the JVM exporter's own gaps and duplicates (its lost late
 events, its re-reads after two days down) show up too, before and after the switch.

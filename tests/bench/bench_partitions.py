@@ -18,8 +18,8 @@ against its own at the first count, files and store calls per 1M events
 issue 31's targets (CPU per event at 32 partitions at most 1.25x the one at 4, at 128 at
 most 1.5x; events/s at 32 at least 0.9x the one at 4; peak memory at the largest count
 within the configured budget: ``--memory-budget-mb``, the sum of the readers' process
-footprints and ``writer.max_buffered_bytes``, 700 MB by default as in README,
-Performance). Writes the rows as JSON. Exits 0 whatever the numbers.
+footprints and ``writer.max_buffered_bytes``, 700 MB by default as in
+docs/performance.md). Writes the rows as JSON. Exits 0 whatever the numbers.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ records; the default minute would only add a constant. Medians over ``--repeat``
 Target: the median for 365 days within 1.2x of the median for 1 day. Exits 0 regardless.
 
 ``--jvm-days 730 [--jvm-latency-ms 0,2] [--partitions 8]`` measures instead the takeover of
-a root the Garmadon JVM exporter wrote (README, Taking over from the JVM exporter): one
+a root the Garmadon JVM exporter wrote (docs/jvm-takeover.md): one
 small ``<p>.index=1`` file per (type, partition, day) for that many days (18 types), read
 as the first start reads it (every type directory and day directory listed, the newest
 footer of each (type, partition, day) read, on 8 threads), then as every later start

@@ -17,8 +17,8 @@ the exporters that follow read markers only, with the same exactly-once result.
 
 A third test switches while the JVM exporter still writes: it merges rows into the
 newest file of a day after garmexport took over. The next garmexport start refuses,
-naming the file, rather than export those records twice (README, Taking over from the
-JVM exporter).
+naming the file, rather than export those records twice (docs/jvm-takeover.md,
+"While the JVM exporter still runs").
 """
 
 from __future__ import annotations

@@ -18,14 +18,14 @@ counted, and every (partition, offset) of an exported type or the quarantine mus
 exactly one row, counted once more here from every file of the root, the JVM's included.
 
 A second test proves ``repair duplicates`` on a day with duplicates: a JVM exporter that
-kept running after the takeover merged the records after the takeover point into the
-newest file of a closed day of one (type, partition), up to where it stopped, and
-garmexport had exported them too (README, "While the JVM exporter still runs"). With the
-same two exporters running, ``verify`` names both sides of each, the dry run plans
-garmexport's copies out, and ``repair duplicates --apply`` is killed at seeded steps of
-its swap (compaction's crash hook) and by a real SIGKILL at a seeded moment while it holds
-the lease, and run again until it exits 0. The JVM file is left as it was; ``verify``
-against the broker exits 0 and every offset is in exactly one row, counted as above.
+kept running after the takeover merged the records after the takeover point into the newest
+file of a closed day of one (type, partition), up to where it stopped, and garmexport had
+exported them too (docs/jvm-takeover.md, "While the JVM exporter still runs"). With the same
+two exporters running, ``verify`` names both sides of each, the dry run plans garmexport's
+copies out, and ``repair duplicates --apply`` is killed at seeded steps of its swap
+(compaction's crash hook) and by a real SIGKILL at a seeded moment while it holds the lease,
+and run again until it exits 0. The JVM file is left as it was; ``verify`` against the
+broker exits 0 and every offset is in exactly one row, counted as above.
 
 The seed is printed: set ``TEST_REPAIR_JVM_SEED`` to replay another one.
 """
@@ -239,11 +239,11 @@ def _garmexport_rows(root: Path) -> dict[tuple[str, str, int], dict[Path, list[i
 
 def test_repair_duplicates_keeps_a_jvm_file_rewritten_after_the_takeover_across_kills(
         broker: Broker, tmp_path: Path) -> None:
-    """The Garmadon JVM exporter kept running after garmexport took the root over: it
-    merged the records after the takeover point into the newest file of a day, which
-    garmexport had exported too (README, "While the JVM exporter still runs"). ``repair
-    duplicates --apply``, killed at seeded random points beside two exporters, keeps the
-    JVM copy (a JVM file is never rewritten) and takes garmexport's copies out."""
+    """The Garmadon JVM exporter kept running after garmexport took the root over: it merged
+    the records after the takeover point into the newest file of a day, which garmexport had
+    exported too (docs/jvm-takeover.md, "While the JVM exporter still runs"). ``repair
+    duplicates --apply``, killed at seeded random points beside two exporters, keeps the JVM
+    copy (a JVM file is never rewritten) and takes garmexport's copies out."""
     print(f"seed {SEED} (TEST_REPAIR_JVM_SEED replays another)")
     rng = random.Random(SEED + 1)
     topic, era = _jvm_era(broker)

@@ -7,9 +7,9 @@ fail). librdkafka retries a refused connection many times a second; none of that
 stderr raw (``%3|...|FAIL|...``). Each run ends with its one error line and exit 1 (runtime
 failure, README "Exit codes"); a failed command prints no report on stdout. With
 ``log.format = "json"`` every stderr line is a JSON object (stdout would be the command's
-data, not a log: here it stays empty), except verify's progress lines (README: "it prints
-progress to stderr"). The demo is not run: it starts its own broker, and its clients are
-the same ``produce``/``verify``/embedded broker code.
+data, not a log: here it stays empty), except verify's progress lines (docs/operations.md:
+"it prints progress to stderr"). The demo is not run: it starts its own broker, and its
+clients are the same ``produce``/``verify``/embedded broker code.
 """
 
 from __future__ import annotations

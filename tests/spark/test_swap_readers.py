@@ -6,8 +6,8 @@ and two compactions of one day run at once.
 The metastore reader must never see a (kafka_partition, kafka_offset) twice or miss one,
 nor fail a query; ``_COMPLETE`` must never stand over a day whose visible files are not
 exactly the ones it names; the retry must leave the day exact. The path reader is only
-promised the day exact once the swap is over (README, Compaction): its samples during the
-swap are counted and printed.
+promised the day exact once the swap is over (docs/operations.md, Compaction): its samples
+during the swap are counted and printed.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The requests one WebHDFS publish makes, counted at the test double (which logs each).
 
 A small file costs the NameNode as much as a big one, so a request a publish does not need
-is a cost per file (README, Performance, On HDFS). What the protocol needs of a publish:
+is a cost per file (docs/performance.md, On HDFS). What the protocol needs of a publish:
 the data staged (CREATE: the NameNode's redirect and the DataNode's PUT), the staged
 file's fileId for settling a lost RENAME answer (GETFILESTATUS), the RENAME, and a parent
 to rename into, made only when the RENAME says it is missing. An empty file (an intent)
