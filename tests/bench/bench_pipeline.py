@@ -13,6 +13,8 @@ its own consumer group, each as its own process, one after the other:
    the exporter's Parquet settings per (type, day), no protocol, no actors (native_floor.py);
    ``floor_pp`` is the same with a file per (type, partition, day), the files garmexport's
    shape requires (``--per-partition``): what the shape costs, told apart from the rest;
+   ``floor_np`` (the NP floor) writes exactly those files, each opened once with its row
+   groups appended (``--append``), where ``floor_pp`` writes a file per flush of a group;
 3. ``plain``: the plainest single-process pipeline doing the same work (plain_pipeline.py);
 4. ``garmexport``: ``garmexport run`` with its defaults, until /metrics shows every record
    consumed and lag 0 on every partition (so everything is published);
@@ -488,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         measured: dict[str, list[dict]] = {}
         programs = {"read": ("read_limit.py", []), "floor": ("native_floor.py", []),
                     "floor_pp": ("native_floor.py", ["--per-partition"]),
+                    "floor_np": ("native_floor.py", ["--append"]),
                     "plain": ("plain_pipeline.py", [])}
         for attempt in range(args.repeat):
             for name in runs:

@@ -16,7 +16,13 @@ partition from the client:
   the files garmexport's shape requires) and writes one Parquet file per group with the
   exporter's Parquet settings (:func:`garmexport.pipeline.parquet_io.to_parquet_bytes`:
   zstd, 256k-row groups, dictionaries except on the all-distinct columns) when it is
-  large enough, over the budget, or at the end (``plain_pipeline.Sink``), without fsync.
+  large enough, over the budget, or at the end (``plain_pipeline.Sink``), without fsync;
+- or, with ``--append`` (the NP floor, issue 42), exactly one file per (type, partition,
+  day): a ``pyarrow.parquet.ParquetWriter`` opened on the group's first rows and kept open,
+  each group's tables appended as a row group when they reach 256k rows (the exporter's
+  row group size) or are the largest when all buffered tables exceed the budget, every
+  writer closed at the end (:class:`AppendSink`): the least the shape's files cost, one
+  open per file and no rewrite of what is written.
 
 No actors, no routing rules beyond the frame head, no window, no intents, markers, links
 or fsyncs, no quarantine files. The exporter's CPU per event above this floor is what the
@@ -32,12 +38,16 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from confluent_kafka import Message
 from plain_pipeline import Sink, arguments, run  # tests/bench, the script's directory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from garmexport.pipeline.parquet_io import FileFacts, to_parquet_bytes  # noqa: E402
+from garmexport.pipeline.parquet_io import (  # noqa: E402
+    UNIQUE_COLUMNS, FileFacts, to_parquet_bytes,
+)
+from garmexport.protocol.naming import day_name  # noqa: E402
 from garmexport.wire.columns import decode_batch  # noqa: E402
 from garmexport.wire.events import REGISTRY  # noqa: E402
 from garmexport.wire.frame_arrays import HEAD_DTYPE  # noqa: E402
@@ -55,6 +65,43 @@ _PARTITIONS = 1 << 16  # a (type, partition) key is marker * _PARTITIONS + parti
 def write_like_exporter(table: pa.Table, path: Path) -> None:
     """One Parquet file encoded as the exporter encodes its files, written without fsync."""
     path.write_bytes(to_parquet_bytes([table], _FACTS, "zstd"))
+
+
+ROW_GROUP_ROWS = 256 * 1024  # the exporter's (to_parquet_bytes)
+
+
+class AppendSink(Sink):
+    """A file per (type, partition, day), opened once, row groups appended (module
+    docstring); :class:`Sink`'s day split and budget, its ``files`` and ``written_rows``."""
+
+    def __init__(self, out: Path, budget_bytes: int) -> None:
+        super().__init__(out, ROW_GROUP_ROWS, budget_bytes, None, per_partition=True)
+        self.writers: dict[tuple[str, int, int], pq.ParquetWriter] = {}
+
+    def write(self, key: tuple[str, int, int]) -> None:
+        tables = self.groups.pop(key)
+        self.rows.pop(key), self.nbytes.pop(key)
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        writer = self.writers.get(key)
+        if writer is None:
+            output, partition, day = key
+            directory = self.out / output / f"day={day_name(day)}"
+            directory.mkdir(parents=True, exist_ok=True)
+            schema = table.schema.with_metadata({**(table.schema.metadata or {}),
+                                                 **_FACTS.metadata()})
+            writer = self.writers[key] = pq.ParquetWriter(
+                directory / f"part-{partition:05d}.parquet", schema, compression="zstd",
+                use_dictionary=[n for n in schema.names if n not in UNIQUE_COLUMNS])
+            self.files += 1
+        writer.write_table(table.replace_schema_metadata(writer.schema.metadata),
+                           row_group_size=ROW_GROUP_ROWS)
+        self.written_rows += table.num_rows
+
+    def close(self) -> None:
+        super().close()
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
 
 
 class Gather:
@@ -100,9 +147,13 @@ class Gather:
 
 def main(argv: list[str] | None = None) -> int:
     start = time.time()
-    args = arguments(__doc__, argv)
-    sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_like_exporter,
-                args.per_partition)
+    args = arguments(__doc__, argv, append=True)
+    sink: Sink
+    if args.append:
+        sink = AppendSink(Path(args.out), args.budget_bytes)
+    else:
+        sink = Sink(Path(args.out), args.file_rows, args.budget_bytes, write_like_exporter,
+                    args.per_partition)
     gather = Gather(sink, args.batch)
     return run(args, start, sink, gather.poll, gather.finish)
 

@@ -97,8 +97,10 @@ def write_zstd(table: pa.Table, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", row_group_size=256 * 1024)
 
 
-def arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
-    """The options of this script and of ``native_floor.py``."""
+def arguments(description: str, argv: list[str] | None,
+              append: bool = False) -> argparse.Namespace:
+    """The options of this script and of ``native_floor.py`` (``append``: its
+    ``--append``)."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
@@ -112,6 +114,10 @@ def arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--per-partition", action="store_true",
                         help="a file per (type, partition, day), as garmexport's shape "
                         "requires, not per (type, day)")
+    if append:
+        parser.add_argument("--append", action="store_true",
+                            help="exactly one file per (type, partition, day), opened once, "
+                            "row groups appended (the NP floor)")
     return parser.parse_args(argv)
 
 
