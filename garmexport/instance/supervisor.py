@@ -44,15 +44,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry
-
 from garmexport.instance.shares import (
     exit_status, how_it_ended, instance_exit_code, left_by, reader_name, reader_settings,
 )
 from garmexport.observe.health import serve, write_port_file
 from garmexport.observe.health_fold import ReadersHealth
 from garmexport.observe.logs import log_event
-from garmexport.observe.metrics_merge import ReadersCollector
+from garmexport.observe.metrics_merge import ReadersMetrics
 from garmexport.observe.reader_probe import ReaderProbe
 from garmexport.observe.reader_watch import ReaderWatch
 from garmexport.process import stop_signal
@@ -94,6 +92,11 @@ def reader_env(config: Config, readers: int, index: int, port_file: str,
     return {**base, **{ENV_PREFIX + key: value for key, value in own.items()}}
 
 
+def instance_metrics(probe: ReaderProbe) -> ReadersMetrics:
+    """What the instance's ``/metrics`` shows: every reader's series, joined."""
+    return ReadersMetrics(probe)
+
+
 def run_supervisor(config: Config, instance: str, config_path: str | None) -> int:
     """Run ``actors.readers()`` readers until stopped or one fails; the exit code."""
     count = config.actors.readers()
@@ -105,15 +108,13 @@ def run_supervisor(config: Config, instance: str, config_path: str | None) -> in
                   for i in range(count)}
     reports = {name: os.path.join(workdir, f"{name}.stop.json") for name in port_files}
     probe = ReaderProbe(port_files)
-    registry = CollectorRegistry()
-    registry.register(ReadersCollector(probe))
     # the readers' own threshold (their config is this one): a silent reader fails the
     # instance's liveness no sooner than a stuck loop fails one process's
     live_timeout_s = config.live_timeout_s()
     health = ReadersHealth(probe, started=time.monotonic(),
                            start_grace_s=max(START_GRACE_S, live_timeout_s),
                            live_timeout_s=live_timeout_s)
-    server = serve(config.metrics.host, config.metrics.port, registry, health)
+    server = serve(config.metrics.host, config.metrics.port, instance_metrics(probe), health)
     readers: list[ReaderProcess] = []
     watch: ReaderWatch | None = None
     try:

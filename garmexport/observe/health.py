@@ -2,7 +2,10 @@
 
 Endpoints (all GET, on one port; Marathon's health checks and Prometheus use the same one):
 
-- ``/metrics``: the injected registry in the Prometheus text format.
+- ``/metrics``: the injected registry in the Prometheus text format (``generate_latest``);
+  ``/metrics?reader=rK``: the same with ``reader="rK"`` in every sample, what a reader
+  answers its supervisor (:mod:`garmexport.observe.metrics_merge`), rendered by
+  :mod:`garmexport.observe.exposition`. A supervisor serves a function's text instead.
 - ``/health/live``: 200 while the main loop ticked within ``live_timeout_s`` and no stall
   (a store failure, or one writer message still running) has lasted longer than that,
   else 503. A failed liveness check makes Marathon
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,11 +40,21 @@ from typing import Protocol
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from garmexport.errors import ConfigError
+from garmexport.observe.exposition import Renderer
 from garmexport.observe.metrics import Metrics
 
 LIVE_PATH = "/health/live"
 READY_PATH = "/health/ready"
 METRICS_PATH = "/metrics"
+#: the query parameter of ``/metrics`` that adds a ``reader`` label to every sample
+READER_PARAM = "reader"
+#: label sets of ``/metrics?reader=`` whose line heads a server keeps
+MAX_RENDERERS = 4
+
+
+def reader_metrics_path(reader: str) -> str:
+    """The path of ``reader``'s ``/metrics`` with ``reader="<reader>"`` in every sample."""
+    return f"{METRICS_PATH}?{urllib.parse.urlencode({READER_PARAM: reader})}"
 
 
 @dataclass(frozen=True)
@@ -200,18 +214,33 @@ class HealthServer:
         self._thread.join()
 
 
-def serve(host: str, port: int, registry: CollectorRegistry, health: HealthSource,
-          clock: Callable[[], float] = time.monotonic) -> HealthServer:
+def serve(host: str, port: int, registry: CollectorRegistry | Callable[[], bytes],
+          health: HealthSource, clock: Callable[[], float] = time.monotonic) -> HealthServer:
     """Start serving ``/metrics`` and the health endpoints on (host, port) in a daemon
-    thread and return at once. ``port`` 0 binds a free port. ``clock`` gives ``now`` for
-    liveness (same clock as the callers of :meth:`Health.tick`). Raises OSError if the
-    address cannot be bound."""
+    thread and return at once. ``registry``: what ``/metrics`` shows, or a function that
+    returns its body (a supervisor's merge). ``port`` 0 binds a free port. ``clock``
+    gives ``now`` for liveness (same clock as the callers of :meth:`Health.tick`).
+    Raises OSError if the address cannot be bound."""
+    # by reader label, each keeping its line heads: one in practice (the supervisor's
+    # name for this reader); a few at most, whatever a client asks
+    renderers: dict[str, Renderer] = {}
+
+    def metrics_body(query: str) -> bytes:
+        if not isinstance(registry, CollectorRegistry):
+            return registry()
+        reader = urllib.parse.parse_qs(query).get(READER_PARAM)
+        if not reader:
+            return generate_latest(registry)
+        renderer = renderers.get(reader[-1]) or Renderer({"reader": reader[-1]})
+        if len(renderers) < MAX_RENDERERS:
+            renderers.setdefault(reader[-1], renderer)
+        return renderer.render(registry).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (name fixed by http.server)
-            path = self.path.split("?", 1)[0]
+            path, _, query = self.path.partition("?")
             if path == METRICS_PATH:
-                self._answer(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+                self._answer(200, CONTENT_TYPE_LATEST, metrics_body(query))
             elif path in (LIVE_PATH, READY_PATH):
                 status = health.liveness(clock()) if path == LIVE_PATH else health.readiness()
                 self._answer(status.http_status, "application/json", status.body())

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
 
 from garmexport import __version__
+from garmexport.observe.exposition import Table
 from garmexport.observe.lag_time import lag_seconds
 
 PUBLISH_KINDS = ("data", "quarantine")
@@ -59,12 +60,19 @@ class Metrics:
             return Gauge(f"garmexport_{name}", doc, labels, registry=registry)
 
         tp = ("type", "partition")
+
+        def table(name: str, doc: str, kind: str) -> Table:
+            # a (type, partition) family: 18 types x the partitions, most of a reader's
+            # series, rendered from its values (garmexport.observe.exposition)
+            return Table(f"garmexport_{name}", doc, tp, kind, registry, wall_s)
+
         self._consumed = counter("events_consumed", "Records polled from Kafka.", "topic", "partition")
         self._exported = counter("events_exported", "Events handed to a writer of their type.", "type")
         self._not_exported = counter(
             "events_not_exported", "Events of known types that are not exported.", "marker")
-        self._already_committed = counter(
-            "events_already_committed", "Events skipped because a committed file holds them.", *tp)
+        self._already_committed = table(
+            "events_already_committed", "Events skipped because a committed file holds them.",
+            "counter")
         self._rows = counter("rows_published", "Rows in published files.", "type", "kind")
         self._files = counter("files_published", "Files published to their final name.", "type", "kind")
         self._bytes = counter("bytes_published", "Bytes of published files.", "type", "kind")
@@ -77,12 +85,14 @@ class Metrics:
         self._buffered = gauge("buffered_bytes", "Bytes of events held in memory: open files "
                                "and records gathered for the writers.")
         self._oldest_age = gauge("oldest_open_file_age_seconds", "Age of the oldest open file.")
-        self._watermark = gauge(
-            "low_watermark_offset", "Committed low watermark W: every event up to it is committed.", *tp)
-        self._committed = gauge("committed_offset", "Highest offset in a committed file.", *tp)
-        self._event_time = gauge(
+        self._watermark = table(
+            "low_watermark_offset", "Committed low watermark W: every event up to it is committed.",
+            "gauge")
+        self._committed = table("committed_offset", "Highest offset in a committed file.", "gauge")
+        self._event_time = table(
             "last_committed_event_timestamp_seconds",
-            "Newest event time (unix s) among committed rows; freshness lag = time() - this.", *tp)
+            "Newest event time (unix s) among committed rows; freshness lag = time() - this.",
+            "gauge")
         self._lag = gauge(
             "consumer_lag_offsets", "High watermark from fetches minus the committed seek position.",
             "topic", "partition")
@@ -147,7 +157,7 @@ class Metrics:
 
     def already_committed(self, type_: str, partition: int, count: int) -> None:
         """``count`` events were skipped by the resume rule (offset <= W or <= the day's last)."""
-        self._already_committed.labels(type_, partition).inc(count)
+        self._already_committed.inc((type_, partition), count)
 
     def quarantined(self, type_: str, reason: str, count: int = 1) -> None:
         """``count`` records went to quarantine; ``reason`` is a frames.Reason value."""
@@ -172,7 +182,7 @@ class Metrics:
     # -- committed state ------------------------------------------------------------------
     def set_watermark(self, type_: str, partition: int, low_watermark: int) -> None:
         """W(type, partition) as written in the newest marker (-1: nothing committed yet)."""
-        self._watermark.labels(type_, partition).set(low_watermark)
+        self._watermark.set((type_, partition), low_watermark)
 
     def committed(self, type_: str, partition: int, last_offset: int, newest_event_s: float) -> None:
         """A file of (type, partition) was committed up to ``last_offset``, its newest event
@@ -182,8 +192,8 @@ class Metrics:
         old_offset, old_time = self._maxima.get(key, (-1, float("-inf")))
         offset, event_s = max(old_offset, last_offset), max(old_time, newest_event_s)
         self._maxima[key] = (offset, event_s)
-        self._committed.labels(type_, partition).set(offset)
-        self._event_time.labels(type_, partition).set(event_s)
+        self._committed.set(key, offset)
+        self._event_time.set(key, event_s)
 
     def set_lag(self, topic: str, partition: int, high_watermark: int, position: int) -> None:
         """Lag in offsets: ``high_watermark`` (next offset the broker will write, as seen in
@@ -253,8 +263,8 @@ class Metrics:
         self._lag_s.remove(topic, partition)
         for key in [k for k in self._maxima if k[1] == partition]:
             del self._maxima[key]
-        for gauge in (self._watermark, self._committed, self._event_time):
-            _remove_partition(gauge, partition)
+        for table in (self._watermark, self._committed, self._event_time):
+            table.remove_where("partition", partition)
 
     # -- Hive partition registration (called from its worker thread) ------------------------
     def hive_registered(self, table: str, partitions: int, columns: int) -> None:
@@ -276,15 +286,6 @@ class Metrics:
     def set_up(self, up: bool) -> None:
         """0 while shutting down, so a final scrape shows the exporter leaving on purpose."""
         self._up.set(1 if up else 0)
-
-
-def _remove_partition(gauge: Gauge, partition: int) -> None:
-    """Remove the (type, partition) children of ``gauge`` whose partition matches."""
-    wanted = str(partition)
-    stale = {sample.labels["type"] for family in gauge.collect() for sample in family.samples
-             if sample.labels["partition"] == wanted}
-    for type_ in stale:
-        gauge.remove(type_, wanted)
 
 
 class CompactionMetrics:
