@@ -48,7 +48,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 CHECKOUT = HERE.parents[2]
-sys.path.insert(0, str(CHECKOUT))
+#: the checkout whose garmexport this process imports: this one, or a child's --root
+ROOT_ENV = "BENCH_SCRAPE_ROOT"
+sys.path.insert(0, os.environ.get(ROOT_ENV, str(CHECKOUT)))
 
 WALL_S = 1_795_300_000.0  # the readers' wall clock: the lag in seconds is aged from it
 TOPIC = "garmadon"
@@ -132,8 +134,14 @@ def _supervisor(port_files: dict[str, str], port_file: str) -> None:
 
     server = serve("127.0.0.1", 0, instance_metrics(probe), Health(live_timeout_s=30))
     write_port_file(port_file, server.port)
+    import garmexport
+
     for line in sys.stdin:
-        print(f"{line.strip()} {time.process_time():.9f}", flush=True)
+        command = line.strip()
+        if command == "where":  # the checkout it runs
+            print(f"where {Path(garmexport.__file__).resolve().parents[1]}", flush=True)
+            continue
+        print(f"{command} {time.process_time():.9f}", flush=True)
     server.close()
 
 
@@ -141,7 +149,8 @@ class Child:
     """One process of the bench, driven over its stdin."""
 
     def __init__(self, name: str, argv: list[str], root: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(root)}
+        # the script runs from this checkout, its garmexport from ``root``
+        env = {**os.environ, "PYTHONPATH": str(root), ROOT_ENV: str(root)}
         self.name = name
         self.process = subprocess.Popen(  # noqa: S603 - this script, our interpreter
             [sys.executable, str(HERE), *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -156,6 +165,13 @@ class Child:
         if len(answer) != 2 or answer[0] != command:
             raise RuntimeError(f"{self.name} answered {answer!r} to {command!r}")
         return float(answer[1])
+
+    def where(self) -> str:
+        """The checkout whose garmexport the process imported (the supervisor answers)."""
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write("where\n")
+        self.process.stdin.flush()
+        return self.process.stdout.readline().split(" ", 1)[1].strip()
 
     def close(self) -> None:
         if self.process.stdin:
@@ -232,6 +248,9 @@ def run(args: argparse.Namespace) -> dict:
             with urllib.request.urlopen(url, timeout=30) as answer:
                 return answer.read().decode()
 
+        imported = supervisor.where()
+        if Path(imported) != root:
+            raise RuntimeError(f"the processes import garmexport from {imported}, not {root}")
         text = scrape()  # a first scrape: imports, caches, connections warm
         shape = check(text, args.partitions)
         rows = []
