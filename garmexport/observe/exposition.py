@@ -24,6 +24,7 @@ module does not follow ``PROMETHEUS_DISABLE_CREATED_SERIES``).
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -189,9 +190,14 @@ class Table:
 
     def set(self, values: tuple[Any, ...], value: float) -> None:
         """The gauge of ``values`` (label values, in ``labelnames`` order) is ``value``."""
-        key = self._key(values)
+        key, value = self._key(values), float(value)
         with self._lock:
-            self._child(key)[0] = float(value)
+            series = self._child(key)
+            old = series[0]
+            # the same value keeps its object, so its line is not written again (a marker
+            # repeats the low watermark of every type that got no new data)
+            if old != value or math.copysign(1.0, old) != math.copysign(1.0, value):
+                series[0] = value
 
     def inc(self, values: tuple[Any, ...], amount: float = 1) -> None:
         """The counter of ``values`` grows by ``amount`` (>= 0)."""
@@ -199,7 +205,9 @@ class Table:
             raise ValueError("Counters can only be incremented by non-negative amounts.")
         key = self._key(values)
         with self._lock:
-            self._child(key)[0] += float(amount)
+            series = self._child(key)
+            if amount:  # as in set: an unchanged value keeps its line
+                series[0] += float(amount)
 
     def touch(self, values: tuple[Any, ...]) -> None:
         """The series of ``values`` exists (at 0 if new), as ``labels(...)`` makes it."""

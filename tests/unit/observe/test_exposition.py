@@ -167,3 +167,19 @@ def test_a_registry_refuses_a_table_and_a_family_of_the_same_name() -> None:
     Table("c_total", "c", ("partition",), "counter", registry, wall_s=lambda: 0.0)
     with pytest.raises(ValueError, match="Duplicated"):
         Counter("c", "c", registry=registry)
+
+
+def test_setting_a_table_to_the_value_it_has_keeps_its_line() -> None:
+    registry = CollectorRegistry()
+    table = Table("t", "t", ("partition",), "gauge", registry, wall_s=lambda: 0.0)
+    renderer = Renderer()
+    table.set((1,), 5)
+    renderer.render(registry)
+    before = dict(table._lines)
+    table.set((1,), 5.0)
+    renderer.render(registry)
+    assert table._lines == before and all(
+        table._lines[k] is before[k] for k in before)  # not written again
+    table.set((1,), float("nan"))
+    table.set((1,), float("nan"))  # NaN is never equal to itself: set each time
+    assert "t{partition=\"1\"} NaN\n" in renderer.render(registry)
