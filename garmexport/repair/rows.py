@@ -2,9 +2,10 @@
 
 Input: where every (partition, offset) of the topic is held (one path per row, as
 :func:`garmexport.verify.count.read_output` and :func:`garmexport.verify.jvm_files.read_jvm`
-give it) and, per file, whether this run may rewrite it (:class:`Rewritable`, decided by
-the caller from names, markers and the closed-day rule). Output: per file, the rows to
-drop (:class:`RowPlan`), so that each record is held by one row; the file is then rewritten
+give it) and, per file, whether this run may rewrite it (:class:`Rewritable`, from
+:func:`verdict`: compaction's rule, :func:`garmexport.compaction.rewrite.rewritable`, on the
+file's name, the markers and the closed days). Output: per file, the rows to drop
+(:class:`RowPlan`), so that each record is held by one row; the file is then rewritten
 without them through compaction's swap (:mod:`garmexport.repair.swap`).
 
 Which copy stays (:func:`keeper`), and why:
