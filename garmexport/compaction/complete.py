@@ -26,11 +26,11 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.names import COMPLETE, CompactedName, day_dir
+from garmexport.compaction.names import COMPLETE, CompactedName
 from garmexport.compaction.plan import InputFile
 from garmexport.compaction.scan import scan_day
 from garmexport.compaction.swap import COMPLETE_STEP
-from garmexport.protocol.naming import QUARANTINE_DIR, FileName
+from garmexport.protocol.naming import QUARANTINE_DIR, FileName, day_dir
 
 
 def visible_data(names: Iterable[str]) -> list[str]:

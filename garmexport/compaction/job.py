@@ -45,8 +45,8 @@ from garmexport.compaction.closed import last_closed_day
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.markers import read_markers
 from garmexport.compaction.lease import LEASE_S
-from garmexport.compaction.names import (COMPACTION_DIR, CompactedName, day_dir,
-                                         sidecar_path, staging_path, view_path, work_dir)
+from garmexport.compaction.names import (COMPACTION_DIR, CompactedName, sidecar_path, staging_path,
+                                         view_path, work_dir)
 from garmexport.compaction.plan import DayPlan, plan_day
 from garmexport.compaction.rewrite import day_closed
 from garmexport.compaction.recover import Clock, Locator, wall_ms
@@ -59,7 +59,7 @@ from garmexport.compaction.swap_driver import DriveOptions, Swaps, drive
 from garmexport.storage.footer import read_footer
 from garmexport.hive.tables import TableNaming, columns_of, dataset_schema, table_location
 from garmexport.observe.logs import log_event
-from garmexport.protocol.naming import QUARANTINE_DIR, day_name, parse_day_dir
+from garmexport.protocol.naming import QUARANTINE_DIR, day_dir, day_name, parse_day_dir
 
 log = logging.getLogger(__name__)
 

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction import retired
-from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, day_dir, journal_path,
-                                         parse_journal, parse_work_entry)
+from garmexport.compaction.names import (COMPACTION_DIR, COMPLETE, journal_path, parse_journal,
+                                         parse_work_entry)
 from garmexport.compaction.swap import (Delete, Flipped, Hold, Journal, crash_point,
                                         fill_view, roll_forward)
 from garmexport.compaction.swap_apply import Effects, apply
 from garmexport.errors import ProtocolViolation
 from garmexport.observe.logs import log_event
-from garmexport.protocol.naming import parse_day_dir
+from garmexport.protocol.naming import day_dir, parse_day_dir
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.names import (COMPLETE, CompactedName, day_dir, parse_journal,
-                                         parse_work_entry, retired_dir, work_dir)
+from garmexport.compaction.names import (COMPLETE, CompactedName, parse_journal, parse_work_entry,
+                                         retired_dir, work_dir)
 from garmexport.compaction.plan import InputFile, Range, next_generation
 from garmexport.storage.footer import FileFacts, read_footer
-from garmexport.protocol.naming import FileName, parse_day_dir
+from garmexport.protocol.naming import FileName, day_dir, parse_day_dir
 
 
 def list_days(fs: FileOps, output: str) -> list[str]:

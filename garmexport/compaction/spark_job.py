@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from garmexport.protocol.naming import day_dir
 from garmexport.compaction import spark_logs
 from garmexport.compaction.fs import FileOps
-from garmexport.compaction.names import day_dir
 from garmexport.compaction.plan import DayPlan
 from garmexport.errors import ProtocolViolation
 from garmexport.storage.footer import read_footer

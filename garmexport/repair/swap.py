@@ -38,14 +38,13 @@ import pyarrow.parquet as pq
 
 from garmexport.compaction.fs import FileOps
 from garmexport.compaction.lease import LEASE_S
-from garmexport.compaction.names import (CompactedName, day_dir, sidecar_path, staging_path,
-                                         view_path)
+from garmexport.compaction.names import CompactedName, sidecar_path, staging_path, view_path
 from garmexport.compaction.plan import Range
 from garmexport.compaction.recover import Clock, Locator, wall_ms
 from garmexport.compaction.scan import day_generation, ranges_to_json
 from garmexport.compaction.swap import Journal, Move, crash_point
 from garmexport.compaction.swap_driver import DriveOptions, Swaps, drive
-from garmexport.protocol.naming import FileName
+from garmexport.protocol.naming import FileName, day_dir
 from garmexport.storage.footer import KEY_PREFIX
 from garmexport.repair.rows import Key
 
