@@ -52,7 +52,7 @@ def horizon_ms(progress: Iterable[PartitionProgress], now_ms: int) -> int | None
 
 def last_closed_day(progress: Iterable[PartitionProgress], now_ms: int,
                     lateness_s: float) -> int | None:
-    """The largest epoch day (days since 1970-01-01 UTC) that is closed, or None.
+    """The largest day number (days since 1970-01-01 UTC) that is closed, or None.
 
     Every day <= the result is closed too. Day D ends at (D + 1) * MS_PER_DAY (exclusive).
     """
@@ -64,5 +64,5 @@ def last_closed_day(progress: Iterable[PartitionProgress], now_ms: int,
     return limit // MS_PER_DAY - 1
 
 
-def is_closed(epoch_day: int, last_closed: int | None) -> bool:
-    return last_closed is not None and epoch_day <= last_closed
+def is_closed(day_number: int, last_closed: int | None) -> bool:
+    return last_closed is not None and day_number <= last_closed

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from garmexport.compaction.closed import is_closed
 from garmexport.compaction.names import CompactedName
 from garmexport.protocol.jvm_names import JvmFile
-from garmexport.protocol.naming import FileName, epoch_day
+from garmexport.protocol.naming import FileName, day_number
 
 #: W of (source, topic, partition, origin), None when no marker names the origin there
 CommittedPoint = Callable[[str, str, int, str], "int | None"]
@@ -50,8 +50,8 @@ class Rewritable:
 
 def day_closed(day: str | None, last_closed: int | None) -> bool:
     """Whether ``day`` (``YYYY-MM-DD``; None: not a day) is at or before the last closed
-    epoch day (:func:`.closed.last_closed_day`; None: no day is closed)."""
-    return day is not None and is_closed(epoch_day(day), last_closed)
+    day number (:func:`.closed.last_closed_day`; None: no day is closed)."""
+    return day is not None and is_closed(day_number(day), last_closed)
 
 
 def rewritable(place: str, day: str | None, name: str, last_offset: int,

@@ -88,7 +88,7 @@ class Batch:
     offsets: np.ndarray
     values: tuple[bytes | None, ...]
     kafka_ts: np.ndarray
-    days: np.ndarray  # epoch day of the chain each record belongs to
+    days: np.ndarray  # day number of the chain each record belongs to
     bad: tuple[tuple[int, str, str, bytes | None], ...]  # (index, reason, detail, key)
     nbytes: int  # bytes of the values, as the reader's memory budget counts them
 

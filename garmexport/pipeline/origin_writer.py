@@ -164,16 +164,16 @@ class OriginWriter:
             rows = np.delete(np.arange(len(days)) if rows is None else rows, at)
         self._add_data(table, days if rows is None else days[rows], now)
 
-    def _day(self, epoch_day: int) -> str:
-        name = self._day_names.get(epoch_day)
+    def _day(self, day_number: int) -> str:
+        name = self._day_names.get(day_number)
         if name is None:
-            name = self._day_names[epoch_day] = day_name(epoch_day)
+            name = self._day_names[day_number] = day_name(day_number)
         return name
 
     def _add_data(self, table: pa.Table, days: np.ndarray, now: float) -> None:
         """Append decoded rows to the open file of their day's chain, skipping published ones.
 
-        ``days[j]`` is the epoch day of row ``j`` of ``table``. Days do not decrease along
+        ``days[j]`` is the day number of row ``j`` of ``table``. Days do not decrease along
         the table and rows of a day are in offset order, so each day is one zero-copy slice.
         """
         n = table.num_rows

@@ -43,7 +43,7 @@ def quarantined(origin: str, batch: OriginBatch, check: Sequence[int] | None = N
 
 def places(origin: str, batch: OriginBatch,
            check: Sequence[int] | None = None) -> list[tuple[str, int]]:
-    """(place, epoch day) of every record of ``batch``, in its order: ``_quarantine`` on
+    """(place, day number) of every record of ``batch``, in its order: ``_quarantine`` on
     the Kafka day for a record :func:`quarantined` finds (``check`` as there), else
     ``origin`` on the router's day."""
     bad = quarantined(origin, batch, check)

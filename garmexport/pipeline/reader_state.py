@@ -4,7 +4,7 @@ Read by the reader (:mod:`garmexport.pipeline.coordinator`) and the helpers that
 state: the flushes (:mod:`~garmexport.pipeline.flusher`), the store watch
 (:mod:`~garmexport.pipeline.store_watch`) and the gauges
 (:mod:`~garmexport.pipeline.reader_gauges`). The rules live in those modules; the state
-has one owner: an :class:`Assigned` (and the :class:`WriterView` in it) changes only
+has one owner: an :class:`Assigned` (and the :class:`WriterStatus` in it) changes only
 through its own methods, which the reader and the flusher call with what they decided.
 Its ledger, marker keeper and position times are objects of their own, changed through
 their own methods. The reader alone adds and removes partitions.
@@ -33,7 +33,7 @@ class KafkaPort(Protocol):
 
 
 @dataclass
-class WriterView:
+class WriterStatus:
     """A writer as its last report showed it."""
 
     buffered_bytes: int = 0
@@ -65,7 +65,7 @@ class Assigned:
     keeper: MarkerKeeper
     #: Kafka times of offsets, for the lag in seconds (lag_time)
     times: PositionTimes
-    writers: dict[str, WriterView] = field(default_factory=dict)
+    writers: dict[str, WriterStatus] = field(default_factory=dict)
     reset_sent: set[str] = field(default_factory=set)
     #: routed records not yet sent, per origin, with the time the first one arrived
     pending: dict[str, tuple[OriginBatch, float]] = field(default_factory=dict)
@@ -140,14 +140,14 @@ class Assigned:
         if origin in self.reset_sent:
             return False
         self.reset_sent.add(origin)
-        self.writers[origin] = WriterView()
+        self.writers[origin] = WriterStatus()
         return True
 
     def writer_reported(self, origin: str, buffered_bytes: int, open_files: int,
                         oldest_open_s: float | None, store_failing: bool,
                         store_error: str) -> bool:
-        """A report of ``origin``'s writer (:meth:`WriterView.reported`)."""
-        view = self.writers.setdefault(origin, WriterView())
+        """A report of ``origin``'s writer (:meth:`WriterStatus.reported`)."""
+        view = self.writers.setdefault(origin, WriterStatus())
         return view.reported(buffered_bytes, open_files, oldest_open_s, store_failing,
                              store_error)
 

@@ -43,7 +43,7 @@ from garmexport.pipeline.crash_points import predated_types
 from garmexport.wire.events import REGISTRY
 from garmexport.wire.frame_arrays import HEAD_DTYPE
 from garmexport.wire.frames import HEAD_SIZE, DecodeFailure, Reason, read_head, unknown_marker
-from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY, epoch_day_of_ms, quarantine_day
+from garmexport.protocol.naming import FRAME_ORIGIN, MS_PER_DAY, day_number_of_ms, quarantine_day
 from garmexport.protocol.resume import OriginState
 from garmexport.settings.config import ProtocolConfig
 
@@ -178,7 +178,7 @@ def classify(value: bytes | None, kafka_ms: int, window: Window) -> tuple[str, i
             return (origin, quarantine_day(kafka_ms), _OUT_OF_WINDOW,
                     f"event time {ts} ms outside [{low}, {high}]")
         ts = min(max(ts, low), high)
-    return origin, epoch_day_of_ms(ts), None, ""
+    return origin, day_number_of_ms(ts), None, ""
 
 
 def route_each(records: Iterable[KafkaRecord], states: Mapping[str, OriginState],
@@ -259,7 +259,7 @@ def _route_columns(records: Sequence[KafkaRecord], states: Mapping[str, OriginSt
         stamps = np.minimum(np.maximum(stamps, low), high, out=stamps, where=outside)
     else:
         exceptional |= outside
-    days = epoch_day_of_ms(stamps)  # element-wise on the int64 column
+    days = day_number_of_ms(stamps)  # element-wise on the int64 column
     # the records the rules take one by one, in offset order: their origins and days go
     # into the columns, their reasons (if not committed) aside, by origin
     out = RoutedPoll(last_offset=int(offsets[-1]), records=n)

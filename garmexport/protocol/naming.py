@@ -64,12 +64,12 @@ def check_label(value: str, what: str) -> str:
     return value
 
 
-def day_name(epoch_day: int) -> str:
+def day_name(day_number: int) -> str:
     """``YYYY-MM-DD`` of a day counted from 1970-01-01 (UTC)."""
-    return (_EPOCH + _dt.timedelta(days=epoch_day)).isoformat()
+    return (_EPOCH + _dt.timedelta(days=day_number)).isoformat()
 
 
-def epoch_day(day: str) -> int:
+def day_number(day: str) -> int:
     """Inverse of :func:`day_name`; raises ValueError on a malformed day."""
     return (_dt.date.fromisoformat(day) - _EPOCH).days
 
@@ -80,7 +80,7 @@ def quarantine_day(kafka_ms: int) -> int:
     return max(kafka_ms, 0) // MS_PER_DAY
 
 
-def epoch_day_of_ms(timestamp_ms: int) -> int:
+def day_number_of_ms(timestamp_ms: int) -> int:
     """UTC day of an epoch-milliseconds timestamp (floor division: negative stays exact); the
     one day rule of an event (the router also applies it element-wise to an int64 array)."""
     return timestamp_ms // MS_PER_DAY

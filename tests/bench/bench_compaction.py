@@ -29,13 +29,13 @@ from garmexport.compaction.job import CompactOptions, run  # noqa: E402
 from garmexport.compaction.plan import plan_day  # noqa: E402
 from garmexport.compaction.scan import scan_day  # noqa: E402
 from garmexport.compaction.spark_job import build_session  # noqa: E402
-from garmexport.protocol.naming import MS_PER_DAY, epoch_day  # noqa: E402
+from garmexport.protocol.naming import MS_PER_DAY, day_number  # noqa: E402
 from tests.spark.conftest import local_spark_conf  # noqa: E402
 from tests.spark.exporter_like import markers_for, write_day  # noqa: E402
 
 DAY = "2026-11-01"
 SORT = ("kafka_partition", "kafka_offset")
-NOW_MS = (epoch_day(DAY) + 2) * MS_PER_DAY
+NOW_MS = (day_number(DAY) + 2) * MS_PER_DAY
 
 
 def pyarrow_rewrite(root: str, target: int) -> int:

@@ -47,7 +47,7 @@ MS_PER_DAY = 86_400_000
 
 
 class Sink:
-    """Tables per (output, epoch day), or per (output, partition, epoch day) with
+    """Tables per (output, day number), or per (output, partition, day number) with
     ``per_partition`` (the files garmexport's shape requires: one writer per type and
     partition); written as one Parquet file per group when flushed."""
 

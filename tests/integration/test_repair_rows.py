@@ -36,7 +36,7 @@ from garmexport.compaction.names import CompactedName
 from garmexport.compaction.plan import Range
 from garmexport.compaction.scan import ranges_to_json
 from garmexport.pipeline.crash_points import CRASH_ENV, PREDATED_ENV
-from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
+from garmexport.protocol.naming import MS_PER_DAY, FileName, day_number
 from garmexport.testbed.generator import Spec, generate
 from garmexport.wire.frames import HEAD_SIZE, encode
 from garmexport.wire.quarantine import quarantine_table
@@ -54,7 +54,7 @@ LATER_MS = NOW_MS + MS_PER_DAY
 DAY = "2026-11-01"
 #: the random kill's delay; TEST_REPAIR_SEED replays another
 SEED = int(os.environ.get("TEST_REPAIR_SEED", "43"))
-CLOSED_MS = (epoch_day(DAY) + 1) * MS_PER_DAY + 3_600_000  # the markers' progress: past DAY
+CLOSED_MS = (day_number(DAY) + 1) * MS_PER_DAY + 3_600_000  # the markers' progress: past DAY
 
 
 def _restore_a_backup(root: Path) -> tuple[Path, int]:
@@ -220,7 +220,7 @@ def _quarantined_by_an_older_version(root: Path) -> tuple[int, int]:
     (``unknown_marker``), and one whose body no version can read, also recorded as an
     unknown marker then. Returns the offsets of the unreadable one and the count of the
     others."""
-    noon = epoch_day(DAY) * MS_PER_DAY + 12 * 3_600_000
+    noon = day_number(DAY) * MS_PER_DAY + 12 * 3_600_000
     spec = Spec(now_ms=noon, seed=7, partitions=1, days=0.5, late_share=0.0,
                 mix={"CONTAINER_EVENT": 1.0})
     values = [r.value for r in generate(spec, 12)]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from garmexport.protocol.naming import FileName, MarkerName, data_path, epoch_day, partition_dir
+from garmexport.protocol.naming import FileName, MarkerName, data_path, day_number, partition_dir
 from garmexport.protocol.naming import MS_PER_DAY
 
 SOURCE, TOPIC = "local", "garmadon"
@@ -30,7 +30,7 @@ def write_raw(root: str, output: str, day: str, partition: int, offsets: list[in
     ``extra`` adds a string column of that name (a .proto that gained a field).
     """
     n = len(offsets)
-    base_ms = epoch_day(day) * MS_PER_DAY
+    base_ms = day_number(day) * MS_PER_DAY
     cols: dict[str, pa.Array] = {
         "application_id": pa.array([f"application_{o % 7}" for o in offsets]),
         "container_id": pa.array([f"container_{o % 13}" for o in offsets]),

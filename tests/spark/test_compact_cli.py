@@ -92,7 +92,7 @@ def test_a_dry_runs_json_summary_says_what_it_would_compact_and_days_are_dates(
     assert summary["files_to_compact"] == 3 * 2 * 3, summary  # days x partitions x files
     [start] = [e for e in map(json.loads, done.stderr.splitlines())
                if e["event"] == "compaction_start"]
-    # every day written is closed; the last closed day is a date, not an epoch day number
+    # every day written is closed; the last closed day is a date, not an day number number
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", start["last_closed_day"]), start
     assert start["last_closed_day"] >= max(days), start
 

@@ -25,14 +25,14 @@ from garmexport.compaction.scan import ranges_from_json
 from garmexport.compaction.swap import STEPS
 from garmexport.process.crash_hooks import CRASH_ENV
 from garmexport.hive.tables import TableNaming
-from garmexport.protocol.naming import MS_PER_DAY, epoch_day
+from garmexport.protocol.naming import MS_PER_DAY, day_number
 from tests.spark.exporter_like import (data_files, markers_for, read_rows, write_day,
                                        write_raw)
 
 pytestmark = pytest.mark.spark
 
 DAY = "2026-11-01"
-CLOSED_MS = (epoch_day(DAY) + 1) * MS_PER_DAY + 2 * 3600_000  # 2 h past the day's end
+CLOSED_MS = (day_number(DAY) + 1) * MS_PER_DAY + 2 * 3600_000  # 2 h past the day's end
 NOW_MS = CLOSED_MS + 1000
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_a_thousand_small_files_become_target_sized_files_with_the_same_rows(
     target = day_bytes(root, "fs") // 4
     fs = LocalFs(root)
 
-    not_yet = run(spark, fs, options(root, "big", target), now_ms=epoch_day(DAY) * MS_PER_DAY)
+    not_yet = run(spark, fs, options(root, "big", target), now_ms=day_number(DAY) * MS_PER_DAY)
     assert not_yet.files_in == 0  # the day is not closed yet: only the table is made
     assert hive_count(spark, "big", "fs") == len(rows)
 

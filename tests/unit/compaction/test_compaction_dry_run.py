@@ -19,11 +19,11 @@ from garmexport.compaction.fs import LocalFs
 from garmexport.compaction.job import CompactOptions, run
 from garmexport.compaction.lease import Lease
 from garmexport.compaction.names import staging_path
-from garmexport.protocol.naming import MS_PER_DAY, epoch_day
+from garmexport.protocol.naming import MS_PER_DAY, day_number
 from tests.spark.exporter_like import data_files, markers_for, tree, write_day
 
 DAYS = [f"2026-10-{d:02d}" for d in range(1, 31)]
-NOW_MS = (epoch_day("2026-11-01") + 3) * MS_PER_DAY
+NOW_MS = (day_number("2026-11-01") + 3) * MS_PER_DAY
 
 
 def test_a_dry_run_over_many_days_counts_every_planned_day_and_changes_nothing(

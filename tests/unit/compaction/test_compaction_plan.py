@@ -15,9 +15,9 @@ from garmexport.compaction.markers import merge_partition
 from garmexport.compaction.names import CompactedName
 from garmexport.compaction.plan import InputFile, Range, next_generation, pack, plan_day
 from garmexport.compaction.scan import day_generation
-from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
+from garmexport.protocol.naming import MS_PER_DAY, FileName, day_number
 
-D = epoch_day("2026-11-01")
+D = day_number("2026-11-01")
 HOUR = 3_600_000
 
 

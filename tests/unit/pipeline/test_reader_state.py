@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from garmexport.observe.lag_time import PositionTimes
-from garmexport.pipeline.reader_state import Assigned, WriterView
+from garmexport.pipeline.reader_state import Assigned, WriterStatus
 from garmexport.pipeline.router import OriginBatch
 from garmexport.protocol.ledger import PartitionLedger
 from garmexport.protocol.marker_keeper import MarkerKeeper
@@ -42,7 +42,7 @@ def test_a_writer_is_started_once_per_epoch() -> None:
     a = assigned()
     assert a.writer_started("gc") is True
     assert a.writer_started("gc") is False
-    assert a.reset_sent == {"gc"} and a.writers["gc"] == WriterView()
+    assert a.reset_sent == {"gc"} and a.writers["gc"] == WriterStatus()
 
 
 def test_a_report_clears_a_flush_request_and_says_whether_the_store_failed() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from garmexport.pipeline.router import OriginBatch
-from garmexport.protocol.naming import MS_PER_DAY, epoch_day
+from garmexport.protocol.naming import MS_PER_DAY, day_number
 from garmexport.protocol.resume import PartitionState
 from garmexport.repair.gaps import Run, Stretch, lost_runs, plan, select, stretches
 from garmexport.wire import frames
 from garmexport.wire.events import by_output
 
-DAY = epoch_day("2026-11-02")
+DAY = day_number("2026-11-02")
 
 
 #: a body no protobuf parser accepts: a length-delimited field announcing 127 bytes of 4

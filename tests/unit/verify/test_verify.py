@@ -11,7 +11,7 @@ import pytest
 
 from garmexport.compaction.names import CompactedName
 from garmexport.errors import ConfigError
-from garmexport.protocol.naming import MS_PER_DAY, FileName, epoch_day
+from garmexport.protocol.naming import MS_PER_DAY, FileName, day_number
 from garmexport.protocol.resume import PartitionState
 from garmexport.storage.footer import FileFacts
 from garmexport.storage.open import open_storage
@@ -293,7 +293,7 @@ class _Rec:
 def _fs_records(bodies: dict[int, bytes], event_day: str, kafka_day: str) -> list[_Rec]:
     fs = by_output("fs")
     header = HEADER(hostname="h").SerializeToString()
-    event_ms, kafka_ms = epoch_day(event_day) * MS_PER_DAY, epoch_day(kafka_day) * MS_PER_DAY
+    event_ms, kafka_ms = day_number(event_day) * MS_PER_DAY, day_number(kafka_day) * MS_PER_DAY
     return [_Rec(o, frames.encode(fs.marker, event_ms + o, header, b), kafka_ms + o)
             for o, b in sorted(bodies.items())]
 
