@@ -69,7 +69,7 @@ import os
 import ssl
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -86,6 +86,7 @@ from garmexport.storage.options import WebHdfsOptions
 from garmexport.storage.retry import retry
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound=BaseException)
 # the hdfs package logs "Instantiated <InsecureClient(url=...)>." at INFO for every client
 # made: a line that is no event of garmexport's (a start-up error was no longer one line)
 logging.getLogger("hdfs").setLevel(logging.WARNING)
@@ -404,9 +405,10 @@ def _session(ca_file: str | None) -> requests.Session:
     return session
 
 
-def _cert_verify_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
-    """The certificate verification failure under a requests error, if that is what it is
-    (requests wraps urllib3's MaxRetryError, whose ``reason`` wraps the ssl error)."""
+def _under(exc: BaseException, kinds: tuple[type[E], ...]) -> E | None:
+    """The first exception of ``kinds`` in or under ``exc``: requests wraps urllib3's
+    errors (a MaxRetryError whose ``reason``, or a ProtocolError whose arguments, hold the
+    ssl or connection error), and our errors are raised from theirs."""
     seen: set[int] = set()
     todo: list[object] = [exc]
     while todo:
@@ -414,28 +416,21 @@ def _cert_verify_error(exc: BaseException) -> ssl.SSLCertVerificationError | Non
         if not isinstance(e, BaseException) or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, ssl.SSLCertVerificationError):
+        if isinstance(e, kinds):
             return e
         todo += [*e.args, getattr(e, "reason", None), e.__cause__, e.__context__]
     return None
 
 
+def _cert_verify_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification failure under a requests error, if that is what it is."""
+    return _under(exc, (ssl.SSLCertVerificationError,))
+
+
 def _dropped_unanswered(exc: BaseException) -> bool:
-    """Whether ``exc`` came from a connection closed before any answer came back: requests
-    wraps urllib3's ProtocolError("Connection aborted.", RemoteDisconnected(...))."""
-    dropped = (http.client.RemoteDisconnected, ConnectionResetError)
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, dropped) or any(isinstance(a, dropped) for a in _inner(seen)):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _inner(exc: BaseException) -> list[object]:
-    """The exceptions ``exc`` carries in its arguments, one level down and two."""
-    found = [a for a in exc.args if isinstance(a, BaseException)]
-    return found + [b for a in found for b in a.args]
+    """Whether ``exc`` came from a connection closed before any answer came back
+    (urllib3's ProtocolError("Connection aborted.", RemoteDisconnected(...)))."""
+    return _under(exc, (http.client.RemoteDisconnected, ConnectionResetError)) is not None
 
 
 def _op(method: Callable[..., requests.Response]) -> str:
