@@ -189,7 +189,7 @@ def run(fs: FileOps, locator: Locator | None, opts: SwapOptions,
 
     def work(swaps: Swaps) -> None:
         recovered, ctx = swaps.recovered, swaps.ctx
-        done.recovered = recovered.rolled_forward + len(recovered.waiting)
+        done.recovered = swaps.summary.rolled_forward  # the driver's count: waiting ones too
         if recovered.rolled_forward:
             say(f"finished {recovered.rolled_forward} swaps an earlier run left")
         if ctx.waiting:  # a day of theirs still shows the rows they remove: before the read
