@@ -35,7 +35,7 @@ from garmexport.pipeline.messages import (
     ReaderStopped, StopReader, WriterMessage,
 )
 from garmexport.pipeline.coordinator import Coordinator
-from garmexport.pipeline.poll_policy import SHORT_POLL_S, lanes_full, poll_timeout_s
+from garmexport.pipeline.poll_policy import SHORT_POLL_S, work_full, poll_timeout_s
 from garmexport.pipeline.work_lanes import until_failure
 from garmexport.pipeline.writer_start import StartWriter
 from garmexport.actors.writer_actor import WriterActor
@@ -133,7 +133,7 @@ class ReaderActor(ActorTypeDispatcher):
         parts = self.parts
         pool, source = parts.site.pool, parts.source  # type: ignore[union-attr]
         w = self.cfg.writer
-        if lanes_full(pool.queued_bytes, w.max_buffered_bytes):
+        if work_full(pool.queued_bytes, w.max_buffered_bytes):
             # the writers are behind: wait for their reports rather than read more
             if self._take_reports(SHORT_POLL_S):
                 self.idle_wait = self.coordinator.flush_idle()

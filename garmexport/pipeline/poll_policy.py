@@ -2,10 +2,11 @@
 
 The reader actor polls on a wakeup loop; before each poll it asks these rules:
 
-- **Wait for the writers instead of reading** (:func:`lanes_full`) while the work pool's
-  lanes hold more than an eighth of ``writer.max_buffered_bytes`` of batches. Batches in
-  lanes count against the whole budget with everything else the reader holds (the
-  flusher's rule), but the budget can only flush open files; what waits in lanes is bounded
+- **Wait for the writers instead of reading** (:func:`work_full`) while the batches queued
+  for writers (the work pool's lanes) hold more than an eighth of
+  ``writer.max_buffered_bytes``. Queued batches count against the whole budget with
+  everything else the reader holds (the flusher's rule), but the budget can only flush
+  open files; what is queued for writers is bounded
   here, so a slow store or one busy writer cannot make them grow without bound. An eighth
   leaves most of the budget to what the writers buffer in open files.
 - **How long a poll waits** (:func:`poll_timeout_s`): at most ``source.poll_timeout_s``; no
@@ -20,23 +21,23 @@ Pure: the reader actor passes what it knows.
 
 from __future__ import annotations
 
-#: the poll timeout while the writers have work, and the wait for their reports while the
-#: lanes are full (seconds)
+#: the poll timeout while the writers have work, and the wait for their reports while
+#: their queued work is full (seconds)
 SHORT_POLL_S = 0.05
 #: the shortest wait for a burst's end (seconds): a poll of 0 would spin
 MIN_IDLE_WAIT_S = 0.01
-#: the lanes may hold 1/LANES_SHARE of writer.max_buffered_bytes
-LANES_SHARE = 8
+#: batches queued for writers may hold 1/WORK_SHARE of writer.max_buffered_bytes
+WORK_SHARE = 8
 
 
-def lanes_cap(max_buffered_bytes: int) -> int:
-    """Bytes of batches the lanes may hold before the reader stops polling (at least 1)."""
-    return max(1, max_buffered_bytes // LANES_SHARE)
+def work_cap(max_buffered_bytes: int) -> int:
+    """Bytes of batches queued for writers before the reader stops polling (at least 1)."""
+    return max(1, max_buffered_bytes // WORK_SHARE)
 
 
-def lanes_full(queued_bytes: int, max_buffered_bytes: int) -> bool:
+def work_full(queued_bytes: int, max_buffered_bytes: int) -> bool:
     """Whether the reader should wait for the writers' reports rather than poll."""
-    return queued_bytes > lanes_cap(max_buffered_bytes)
+    return queued_bytes > work_cap(max_buffered_bytes)
 
 
 def poll_timeout_s(configured_s: float, idle_wait_s: float | None, writers_busy: bool) -> float:

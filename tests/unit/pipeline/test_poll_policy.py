@@ -1,4 +1,4 @@
-"""The reader's pacing: when the lanes are full, and how long a poll may wait."""
+"""The reader's pacing: when the queued work is full, and how long a poll may wait."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from garmexport.pipeline.poll_policy import (
-    MIN_IDLE_WAIT_S, SHORT_POLL_S, lanes_cap, lanes_full, poll_timeout_s,
+    MIN_IDLE_WAIT_S, SHORT_POLL_S, work_cap, work_full, poll_timeout_s,
 )
 
 
-def test_the_lanes_may_hold_an_eighth_of_the_budget() -> None:
-    assert lanes_cap(64 << 20) == 8 << 20
-    assert not lanes_full(8 << 20, 64 << 20)
-    assert lanes_full((8 << 20) + 1, 64 << 20)
+def test_queued_work_may_hold_an_eighth_of_the_budget() -> None:
+    assert work_cap(64 << 20) == 8 << 20
+    assert not work_full(8 << 20, 64 << 20)
+    assert work_full((8 << 20) + 1, 64 << 20)
 
 
 def test_a_tiny_budget_still_lets_a_byte_through() -> None:
-    assert lanes_cap(7) == 1
-    assert not lanes_full(1, 7) and lanes_full(2, 7)
+    assert work_cap(7) == 1
+    assert not work_full(1, 7) and work_full(2, 7)
 
 
 def test_a_quiet_reader_polls_for_the_configured_time() -> None:
