@@ -20,8 +20,8 @@ follow an event from Kafka to a published file:
 6. ``pipeline``: the exporter as plain classes: ``router``, ``coordinator`` (the
    partitions of one reader: assignment, reports, markers), ``origin_writer``,
    ``publisher`` (the only code that publishes), ``recovery``, ``marker_writer``,
-   ``work_lanes`` (the worker threads that run the writers' work), ``writer_start`` and
-   ``writer_gate`` (what a writer actor is built on and what it lets into its lane),
+   ``writer_work`` (the executor that runs the writers' jobs), ``writer_start`` and
+   ``writer_order`` (what a writer actor is built on, and what it runs in which order),
    ``poll_policy`` (when the reader polls).
    ``compaction`` stands beside it: the PySpark job over closed days.
 7. ``actors``: the thespian actors (each owns state and decides on it, DESIGN.md 7) and the

@@ -2,13 +2,13 @@
 
 :func:`assemble` builds, in this order: the metrics on a fresh registry, health and its HTTP
 server (``/metrics``, ``/health/*``), the output store (after collecting the temp files of
-dead processes), the back-off that every writer of that store shares, the pool of threads
+dead processes), the back-off that every writer of that store shares, the executor
 that runs the writers' work (``actors.cores``), the Hive partition registrar (when a
 metastore is configured), the :class:`~garmexport.pipeline.coordinator.Coordinator` that tells it what
 was published, and the Kafka source bound to the reader. Nothing else
 builds them, and nothing is kept in process-global registries: the reader actor calls
 :func:`assemble` when it starts and holds the parts; writer actors get the store, the
-back-off and the pool as one :class:`~garmexport.pipeline.writer_start.WriterSite` in their
+back-off and the executor as one :class:`~garmexport.pipeline.writer_start.WriterSite` in their
 ``StartWriter``.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from garmexport.pipeline.work_lanes import SharedBackoff, WorkPool
+from garmexport.pipeline.writer_work import SharedBackoff, WriterWork
 from garmexport.pipeline.writer_start import WriterSite
 from garmexport.settings.config import Config
 from garmexport.storage.counted import CountedStorage
@@ -47,7 +47,7 @@ class ExporterParts:
     metrics: Metrics
     health: Health
     server: HealthServer
-    #: the store, its one back-off and the work pool (actors.cores worker threads), shared
+    #: the store, its one back-off and the executor (actors.cores worker threads), shared
     #: by every writer of the process
     site: WriterSite
     coordinator: Coordinator
@@ -79,17 +79,17 @@ def assemble(
     storage = CountedStorage(open_output(config.output, instance), metrics.store_call)
     removed = storage.gc_temp(TEMP_GC_AGE_S, time.time())
     log_event(log, "temp_collected", files=removed, older_than_s=TEMP_GC_AGE_S)
-    pool = WorkPool(config.actors.worker_threads())
+    work = WriterWork(config.actors.worker_threads())
     # the event keeps its name of earlier releases: operators and dashboards read it
-    log_event(log, "writer_threads", threads=pool.threads)
+    log_event(log, "writer_threads", threads=work.threads)
     registrar = start_registrar(config, metrics)
     coordinator = Coordinator(config, instance, storage, metrics, send, kafka,
-                              queued_bytes=lambda: pool.queued_bytes, registrar=registrar)
+                              queued_bytes=lambda: work.queued_bytes, registrar=registrar)
     source = (source if source is not None else KafkaSource(config)).bind(
         on_assign, coordinator.revoke)
     metrics.set_up(True)
     backoff = SharedBackoff(config.storage.retry_initial_s, config.storage.retry_max_s)
-    return ExporterParts(registry, metrics, health, server, WriterSite(storage, backoff, pool),
+    return ExporterParts(registry, metrics, health, server, WriterSite(storage, backoff, work),
                          coordinator, source, registrar)
 
 

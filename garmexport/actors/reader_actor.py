@@ -10,10 +10,11 @@ long (:mod:`garmexport.pipeline.poll_policy`), the lag (``Coordinator.update_lag
 the loop (:func:`garmexport.observe.health.stall_of`).
 
 It creates one writer actor per (origin, partition) on the first message the Coordinator sends
-it, and hands it the writers' site. Writers run their messages on the work pool's threads
-(:mod:`garmexport.pipeline.work_lanes`), and their reports come back through the pool: the
-reader takes them before every poll and every tick, on its own thread, so the Reader's
-state is only ever touched here.
+it, and hands it the writers' site. Writer actors run their jobs on the executor
+(:mod:`garmexport.pipeline.writer_work`), whose outcomes the reader takes before every poll
+and every tick, on its own thread: the reports go to the Coordinator, and each job's end
+goes to its writer actor as a message. So the Coordinator's state is only ever touched
+here.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from garmexport.pipeline.messages import (
     ReaderStopped, StopReader, WriterMessage,
 )
 from garmexport.pipeline.coordinator import Coordinator
-from garmexport.pipeline.poll_policy import SHORT_POLL_S, work_full, poll_timeout_s
-from garmexport.pipeline.work_lanes import until_failure
+from garmexport.pipeline.poll_policy import SHORT_POLL_S, poll_timeout_s, work_full
+from garmexport.pipeline.writer_work import JobDone, until_failure
 from garmexport.pipeline.writer_start import StartWriter
 from garmexport.actors.writer_actor import WriterActor
 
@@ -68,7 +69,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.parts = assemble(self.cfg, self.instance, self._to_writer, _Port(self),
                               self._assigned, msg.source)
         if msg.unfinished is not None:
-            msg.unfinished.count_with(self.parts.site.pool.open_files)
+            msg.unfinished.count_with(self.parts.site.work.open_files)
         self.wakeupAfter(timedelta(0), POLL)
         self.wakeupAfter(timedelta(seconds=TICK_S), TICK)
 
@@ -104,10 +105,17 @@ class ReaderActor(ActorTypeDispatcher):
 
     def _take_reports(self, wait_s: float = 0.0) -> bool:
         """Hand the writers' reports made so far to the Coordinator (waiting up to ``wait_s``
-        for the first); False after a writer failed (the exporter is told)."""
+        for the first) and each ended job to its writer actor; False after a writer failed
+        (the exporter is told)."""
         parts = self.parts
-        pool = parts.site.pool  # type: ignore[union-attr]
-        reports, failure = until_failure(pool.wait(wait_s) if wait_s > 0 else pool.take())
+        work = parts.site.work  # type: ignore[union-attr]
+        outcomes, failure = until_failure(work.wait(wait_s) if wait_s > 0 else work.take())
+        reports = []
+        for o in outcomes:
+            if isinstance(o, JobDone):
+                self.send(self.writers[(o.origin, o.partition)], o)
+            else:
+                reports.append(o)
         if reports:
             self.coordinator.reports(reports)
         if failure is not None:
@@ -131,16 +139,16 @@ class ReaderActor(ActorTypeDispatcher):
         if not self._take_reports():
             return
         parts = self.parts
-        pool, source = parts.site.pool, parts.source  # type: ignore[union-attr]
+        work, source = parts.site.work, parts.source  # type: ignore[union-attr]
         w = self.cfg.writer
-        if work_full(pool.queued_bytes, w.max_buffered_bytes):
+        if work_full(work.queued_bytes, w.max_buffered_bytes):
             # the writers are behind: wait for their reports rather than read more
             if self._take_reports(SHORT_POLL_S):
                 self.idle_wait = self.coordinator.flush_idle()
                 self.wakeupAfter(timedelta(0), POLL)
             return
         timeout = poll_timeout_s(self.cfg.source.poll_timeout_s, self.idle_wait,
-                                 self.sent_to_writers or pool.busy)
+                                 self.sent_to_writers or work.busy)
         self.sent_to_writers = False
         batches = source.poll(self.cfg.source.poll_max_records, timeout)
         kafka = (source.broker_problem, source.rejoining)
@@ -172,7 +180,7 @@ class ReaderActor(ActorTypeDispatcher):
         health.set_writers_healthy(coordinator.store_ok)
         episode = coordinator.episode
         health.set_stalled(*stall_of(episode.since, episode.reason,
-                                     parts.site.pool.running_since()))  # type: ignore[union-attr]
+                                     parts.site.work.running_since()))  # type: ignore[union-attr]
         registrar = parts.registrar  # type: ignore[union-attr]
         health.set_detail("hive", registrar.problem if registrar else "")
         # which partitions this process holds: what a supervisor says of a reader gone silent
@@ -200,7 +208,7 @@ class ReaderActor(ActorTypeDispatcher):
         self.send(self.exporter, ReaderStopped(f"{self.stopping} (settled={settled})"))
 
     def _close(self) -> None:
-        """Close the parts, each once, in order: the pool (nothing more runs), the
+        """Close the parts, each once, in order: the executor (nothing more runs), the
         registrar, the consumer, the server. One that raises stays to be tried again (an
         exit request follows a failure)."""
         parts = self.parts
@@ -209,7 +217,7 @@ class ReaderActor(ActorTypeDispatcher):
         if not self.closed:
             self.closed = True
             registrar = parts.registrar
-            self._closing = [parts.site.pool.close, parts.source.close, parts.server.close]
+            self._closing = [parts.site.work.close, parts.source.close, parts.server.close]
             if registrar is not None:
                 self._closing.insert(1, lambda: registrar.stop(self.cfg.hive.timeout_s))
         while self._closing:

@@ -269,7 +269,7 @@ class Coordinator:
                 continue
             self.flusher.send_pending(p, a, now, force=final)
             for origin in a.reset_sent:
-                # only the writers a tick can move: each tick is a message, a lane's turn
+                # only the writers a tick can move: each tick is a message, a job's turn
                 # and a report, for every writer every second
                 v = a.writers.get(origin)
                 if v is None or tick_wanted(v.oldest_open_s, v.store_failing, age_s, now):

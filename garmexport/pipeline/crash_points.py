@@ -18,11 +18,11 @@ from garmexport.protocol.commit_steps import STEPS
 
 __all__ = ["CRASH_ENV", "PLACES", "PREDATED_ENV", "crash_at", "crash_point", "predated_types"]
 
-#: A batch waits in its writer's lane behind another message (reader's thread).
+#: A batch waits in its writer actor behind a running job (the actors' thread).
 QUEUED = "queued"
-#: A pool thread has taken a batch from its lane and not yet handled it.
+#: An executor thread has taken a batch of a job and not yet handled it.
 WORKER = "worker"
-#: A file's Parquet bytes are encoded in a pool thread; nothing of it is written yet.
+#: A file's Parquet bytes are encoded in an executor thread; nothing of it is written yet.
 ENCODED = "encoded"
 #: Every place :func:`crash_at` knows.
 PLACES = (QUEUED, WORKER, ENCODED)

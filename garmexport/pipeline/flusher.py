@@ -33,8 +33,9 @@ class Flusher:
     def __init__(self, config: WriterConfig, send: Callable[[str, int, WriterMessage], None],
                  kafka: KafkaPort, queued_bytes: Callable[[], int]) -> None:
         self._w, self._send, self._kafka = config, send, kafka
-        #: bytes of batches sent to writers that they have not handled yet (held in their
-        #: lanes, pipeline.work_lanes): memory the budget counts like gathered records
+        #: bytes of batches sent to writers that they have not handled yet (queued in their
+        #: writer actors or running, pipeline.writer_work): memory the budget counts like
+        #: gathered records
         self._queued_bytes = queued_bytes
 
     def _ensure_writer(self, a: Assigned, origin: str, p: int) -> None:

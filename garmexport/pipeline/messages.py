@@ -7,7 +7,7 @@ reference, which would hide a message that does not pickle). The start messages 
 an actor live parts of its process once are elsewhere, with the parts they carry:
 ``StartExport`` and ``StartReader`` (the subscribed Kafka source, the forced stop's
 snapshot) in :mod:`garmexport.actors.start_messages`, ``StartWriter`` (the store, back-off
-and pool every writer shares) in :mod:`garmexport.pipeline.writer_start`. A batch of records
+and executor every writer shares) in :mod:`garmexport.pipeline.writer_start`. A batch of records
 is one message; no message carries one event. Errors travel as traceback text, never as
 exception objects.
 """
@@ -127,7 +127,7 @@ class DropOpen:
 
 # writer -> reader
 #: what the reader sends a writer after its StartWriter: each is one call of OriginWriter.handle,
-#: if the writer actor's gate lets it into the lane (pipeline.writer_gate)
+#: if the writer actor's order finds it live (pipeline.writer_order)
 WriterMessage = ResetWriter | Batch | Tick | FlushOpen | DropOpen
 
 

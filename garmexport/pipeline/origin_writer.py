@@ -1,6 +1,6 @@
 """The writer of one origin in one partition: decode, skip, buffer per chain, publish.
 
-A worker thread runs it, one message at a time, from the lane its writer actor owns
+An executor thread runs it, one message at a time, in the jobs its writer actor starts
 (:mod:`garmexport.actors.writer_actor`, which also decides which messages reach it). Per
 batch: decode the frames of the
 origin's type in one go (native decoder), send records that fail to decode or were routed
@@ -18,7 +18,7 @@ writer forgets everything open and reports the fence.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -100,8 +100,8 @@ class OriginWriter:
         """Act on one message from the reader; return the report to send back, if any.
 
         ResetWriter starts a new epoch; DropOpen forgets every open file. Which messages
-        reach a writer is the writer actor's gate's rule, applied there once
-        (:mod:`garmexport.pipeline.writer_gate`: none of a past epoch, none after a
+        reach a writer is the writer actor's order's rule, applied there once
+        (:mod:`garmexport.pipeline.writer_order`: none of a past epoch, none after a
         DropOpen until the next reset); this method runs what it is given.
         """
         if isinstance(msg, ResetWriter):

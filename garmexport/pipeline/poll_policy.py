@@ -3,7 +3,7 @@
 The reader actor polls on a wakeup loop; before each poll it asks these rules:
 
 - **Wait for the writers instead of reading** (:func:`work_full`) while the batches queued
-  for writers (the work pool's lanes) hold more than an eighth of
+  for writers (:mod:`garmexport.pipeline.writer_work`) hold more than an eighth of
   ``writer.max_buffered_bytes``. Queued batches count against the whole budget with
   everything else the reader holds (the flusher's rule), but the budget can only flush
   open files; what is queued for writers is bounded

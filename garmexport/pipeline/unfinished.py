@@ -3,8 +3,8 @@
 A second SIGTERM (or SIGINT), or a stop still running past its deadline, ends the process
 at once (:mod:`garmexport.process.stop_signal`). Nothing half-written is visible then, but
 the operator should read what was given up: the files open in the writers, whose records
-were read but not published. The reader actor hands :class:`Unfinished` the work pool's
-count (:meth:`garmexport.pipeline.work_lanes.WorkPool.open_files`) when it starts; the
+were read but not published. The reader actor hands :class:`Unfinished` the executor's
+count (:meth:`garmexport.pipeline.writer_work.WriterWork.open_files`) when it starts; the
 main loop asks it once, for the ``stop_forced`` line, from the signal handler or the
 deadline's timer thread. Before the reader has started nothing can be open.
 """

@@ -3,8 +3,8 @@
 Every writer of one exporter process shares three parts, which
 :func:`garmexport.actors.exporter_parts.assemble` builds once: the store (one set of
 connections), the store's one back-off (a failing store is waited out once, not once per
-writer) and the :class:`~garmexport.pipeline.work_lanes.WorkPool` whose worker threads run
-the writers' work. :class:`StartWriter` hands them to a new writer actor as one
+writer) and the :class:`~garmexport.pipeline.writer_work.WriterWork` whose executor runs
+the writers' jobs. :class:`StartWriter` hands them to a new writer actor as one
 :class:`WriterSite`, with the values that say which writer it is.
 
 They are live objects, not values, so ``StartWriter`` does not pickle, unlike the messages
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from garmexport.pipeline.work_lanes import WorkPool
+from garmexport.pipeline.writer_work import WriterWork
 from garmexport.protocol.backoff import Backoff
 from garmexport.settings.config import Config
 from garmexport.storage.base import Storage
@@ -31,7 +31,7 @@ class WriterSite:
     storage: Storage
     #: the store's one back-off, shared by its writers (a SharedBackoff: they run on threads)
     backoff: Backoff
-    pool: WorkPool
+    work: WriterWork
 
 
 @dataclass(frozen=True)

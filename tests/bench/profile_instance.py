@@ -38,7 +38,7 @@ CATEGORIES = [
     ("publish: intent, write, link, fsync", ("publisher.py", "storage/", "quarantine.py")),
     ("routing by frame head", ("router.py", "frames.py")),
     ("writer bookkeeping", ("origin_writer.py", "open_files.py", "held_rows.py",
-                            "writer_actor.py", "work_lanes.py", "resume.py")),
+                            "writer_actor.py", "writer_work.py", "writer_order.py", "resume.py")),
     ("reader bookkeeping, markers", ("coordinator.py", "reader_actor.py", "reader_state.py",
                                      "reader_gauges.py", "flusher.py", "store_watch.py",
                                      "ledger.py", "marker_", "flush.py", "recovery.py")),

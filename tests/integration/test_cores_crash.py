@@ -1,9 +1,9 @@
 """Exactly once with the writers' work on other threads: killed where that work waits.
 
 With ``actors.cores`` above 1 a batch can sit in three places the single-threaded exporter
-never had (DESIGN.md 9.6): queued in its writer's lane behind other messages (between the
-reader and the worker), taken by a pool thread and not yet handled (in a worker), and a
-file encoded to Parquet bytes on a pool thread with nothing of it written (mid-encode).
+never had (DESIGN.md 9.6): queued in its writer actor behind a running job (between the
+reader and the worker), taken by an executor thread and not yet handled (in a worker), and a
+file encoded to Parquet bytes on an executor thread with nothing of it written (mid-encode).
 The exporter, given 3 threads, is made to exit at each of them (``os._exit(137)``, as a
 SIGKILL would, from the thread that got there while the others go on working), and
 SIGKILLed at random moments too; then one run catches up and ``garmexport verify`` must
@@ -43,7 +43,7 @@ def test_every_record_once_when_killed_with_work_in_lanes_workers_and_encodes(
     root = tmp_path / "out"
     env = exporter_env(broker.bootstrap, topic, str(root), ACTORS_CORES=3,
                        WRITER_MAX_FILE_AGE_S=1, PROTOCOL_HEARTBEAT_INTERVAL_S=1,
-                       # small batches and files: many messages in the lanes, many encodes
+                       # small batches and files: many messages queued, many encodes
                        SOURCE_POLL_MAX_RECORDS=2000, WRITER_DECODE_BATCH_RECORDS=300,
                        WRITER_MAX_FILE_ROWS=900, KAFKA_SESSION_TIMEOUT_MS=2000)
     with exporter_runs() as runs:

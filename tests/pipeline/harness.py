@@ -22,7 +22,7 @@ from garmexport.observe.metrics import Metrics
 from garmexport.protocol.backoff import Backoff
 from garmexport.pipeline.origin_writer import OriginWriter
 from garmexport.pipeline.coordinator import Coordinator
-from garmexport.pipeline.writer_gate import Admit, WriterGate
+from garmexport.pipeline.writer_order import WriterOrder
 from garmexport.storage.base import Storage
 
 
@@ -75,14 +75,14 @@ class Owner:
                  registrar=None, reports_together: bool = False) -> None:  # noqa: ANN001
         self.config, self.storage = config, storage
         #: hand the reports of a delivery round to the reader in one call, as the reader
-        #: actor hands over what the lanes made since it last looked (Coordinator.reports)
+        #: actor hands over what the writers made since it last looked (Coordinator.reports)
         self.reports_together = reports_together
         self.now = 0.0
         self.clock = clock or (lambda: self.now)
         self.port = FakePort()
         self.queue: deque[tuple[str, int, WriterMessage]] = deque()
         self.writers: dict[tuple[str, int], OriginWriter] = {}
-        self.gates: dict[tuple[str, int], WriterGate] = {}
+        self.orders: dict[tuple[str, int], WriterOrder] = {}
         self.fenced = 0
         st = config.storage  # one back-off per store in a process, as exporter_parts wires it
         self.backoff = Backoff(st.retry_initial_s, st.retry_max_s)
@@ -105,12 +105,18 @@ class Owner:
             if w is None:
                 w = self.writers[(origin, p)] = OriginWriter(
                     self.config, self.storage, origin, p, self.clock, self.backoff)
-                self.gates[(origin, p)] = WriterGate()
-            # the writer actor's gate (nothing waits in a lane here: delivery is in order,
-            # one message at a time, so a DropOpen has no waiting work to cancel)
-            if self.gates[(origin, p)].admit(msg) is Admit.SKIP:
+                self.orders[(origin, p)] = WriterOrder()
+            # the writer actor's order (each message is a job that ends at once here:
+            # delivery is in order, one message at a time, so a DropOpen has nothing
+            # waiting to void)
+            order = self.orders[(origin, p)]
+            order.take(msg)
+            job = order.next_job()
+            if job is None:
                 continue
+            [msg] = job.messages
             report = w.handle(msg)
+            order.job_done()
             if report is not None:
                 if report.fenced_path is not None:
                     self.fenced += 1

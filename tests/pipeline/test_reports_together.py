@@ -1,4 +1,4 @@
-"""Reports taken together (the reader actor takes what the lanes made since its last look)
+"""Reports taken together (the reader actor takes what the executor made since its last look)
 leave the reader where the same reports one by one leave it."""
 
 from __future__ import annotations

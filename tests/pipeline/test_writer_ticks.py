@@ -1,6 +1,6 @@
 """The timer ticks only the writers it can move: a file past its age, a failing store.
 
-Every tick is a message, a turn of the writer's lane and a report back; sent to every
+Every tick is a message, a job on the writers' executor and a report back; sent to every
 writer every second, they were work that moved nothing while files were young.
 """
 
