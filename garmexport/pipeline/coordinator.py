@@ -161,14 +161,14 @@ class Coordinator:
         upto = routed.last_offset
         if a.first_run():
             # first run of this partition: W of every origin starts just below the first record
-            a.routed_upto(records[0].offset() - 1)
+            a.ledger.routed_upto(records[0].offset() - 1)
         now = self._clock()
         head, tail = records[0], records[-1]
         a.took_records(len(records), now, (head.offset(), head.timestamp()[1]),
                        (tail.offset(), tail.timestamp()[1]))
         for origin, b in routed.batches.items():
             a.hold(origin, b, now)  # held records count as in flight: W waits for them
-        a.routed_upto(upto, records[-1].timestamp()[1])
+        a.ledger.routed_upto(upto, records[-1].timestamp()[1])
         self.flusher.send_pending(partition, a, now)
         # what is still gathered counts against the byte budget
         self.flusher.enforce_budget(self.assigned)

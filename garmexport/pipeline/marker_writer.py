@@ -53,10 +53,11 @@ class MarkerWriter:
         if not force and self._retries.waiting(now):
             return
         for p, a in partitions.items():
-            if not a.marker_due(now, force):
+            if not a.keeper.due(a.ledger, now, force):
                 continue
             heartbeat = not a.keeper.published_since
-            marker = a.next_marker(self._wall_ms())
+            # the marker to write now (the ledger forgets per-day offsets it no longer needs)
+            marker = a.ledger.marker(self._wall_ms())
             self._counter += 1
             name = MarkerName(self.instance, self._counter)
             try:

@@ -89,10 +89,6 @@ class Assigned:
         """Nothing of the partition was ever processed here or recorded in a marker."""
         return self.ledger.processed < 0 and not self.keeper.markers
 
-    def routed_upto(self, offset: int, kafka_ms: int | None = None) -> None:
-        """Every record of the partition up to ``offset`` has been routed (the ledger)."""
-        self.ledger.routed_upto(offset, kafka_ms)
-
     def files_reported(self, origin: str, handled: int, upto: int, open_first: int | None,
                        published: list[tuple[Chain, int]],
                        intents: list[IntentName]) -> None:
@@ -102,13 +98,6 @@ class Assigned:
                              published=published)
         for intent in intents:
             self.keeper.published(intent)
-
-    def marker_due(self, now: float, force: bool = False) -> bool:
-        return self.keeper.due(self.ledger, now, force)
-
-    def next_marker(self, written_at_ms: int) -> Marker:
-        """The marker to write now (the ledger forgets per-day offsets it no longer needs)."""
-        return self.ledger.marker(written_at_ms)
 
     def marker_written(self, name: MarkerName, marker: Marker,
                        now: float) -> tuple[list[MarkerName], list[IntentName]]:

@@ -30,7 +30,7 @@ def test_held_records_gather_per_origin_and_count_in_flight_once() -> None:
     a = assigned()
     a.hold("fs", batch(0, 1), now=5.0)
     a.hold("fs", batch(2), now=6.0)
-    a.routed_upto(2)
+    a.ledger.routed_upto(2)
     assert a.pending["fs"][1] == 5.0  # when the first arrived
     assert a.ledger.open_writers()  # W waits for the held batch
     released = a.release("fs")
